@@ -16,7 +16,7 @@ class CollectiveCost:
     of ``servers`` servers; ``seconds``; ``algorithm_gbytes_per_s`` = nbytes / seconds and ``bus_gbytes_per_s``
     (nccl-tests' busBw: :func:`~archsim.collective_units.bus_bandwidth_factor` times it), GB/s = 10⁹ bytes/s;
     ``crosses_leaves``: the group spans leaf switches of an oversubscribed fabric (its traffic out of a leaf through
-    their uplinks, :meth:`archsim.network.Network.uplinks`: whether that slows it depends on its kind);
+    their uplinks, :meth:`archsim.network.ServerNetwork.uplinks`: whether that slows it depends on its kind);
     ``nccl_algorithm``: the algorithm ``seconds`` is priced on, NCCL's choice by size
     (:func:`~archsim.collectives.collective_algorithm`: an all-reduce's ``ring``, ``tree`` or ``nvls``, ``ring`` for
     an all-gather or a reduce-scatter, ``pairwise`` for an all-to-all)."""

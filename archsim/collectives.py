@@ -55,7 +55,7 @@ from archsim.errors import InputError
 from archsim.torus import torus_rings, torus_seconds
 
 if TYPE_CHECKING:
-    from archsim.network import Network
+    from archsim.network import ServerNetwork
 
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "p2p")
@@ -102,7 +102,7 @@ class Uplinks:
     under several leaves of an oversubscribed fabric, per traffic pattern (each ≥ 1; all 1: one leaf, or non-blocking
     uplinks): ``ring`` (a ring's edges: all-reduce, all-gather, reduce-scatter), ``tree`` (NCCL's double binary
     tree's edges), ``every_pair`` (all-to-all) and ``pair`` (a point-to-point hop). Derived in
-    :meth:`archsim.network.Network.uplinks`."""
+    :meth:`archsim.network.ServerNetwork.uplinks`."""
 
     ring: float = 1.0
     tree: float = 1.0
@@ -161,7 +161,7 @@ class PairLinks:
     server: np.ndarray
     sharing: np.ndarray
     domain: np.ndarray | None = None  # (V, V): pairs of two servers in one NVLink domain (None: no such domain)
-    network: Network | None = None
+    network: ServerNetwork | None = None
     # (V, V): the link each pair's send leaves on and the one it arrives on — its GPUs' NICs between servers, each
     # GPU's own link out and in a server (a DGX-1 pair: its own NVLinks); None: each pair its own link
     sends_on: np.ndarray | None = None
@@ -209,7 +209,7 @@ class PairLinks:
         GPUs in its least-held server (train's groups hold as many in each). Under leaves of an oversubscribed
         fabric the NICs' share is taken before the uplinks (a pair's entry across leaves is its NIC over the whole
         oversubscription, a pipeline hop's price) and the uplinks slow each pattern as they slow train's group over
-        the same servers in the group's order (:meth:`archsim.network.Network.uplinks`)."""
+        the same servers in the group's order (:meth:`archsim.network.ServerNetwork.uplinks`)."""
         group = np.asarray(devices)
         where = self.server[group]
         same = where[:, None] == where[None, :]
@@ -369,7 +369,7 @@ def _spanning_seconds(kind: str, s: np.ndarray, n: int, link: Spanning):
     pattern's network term runs at ``link.network(pattern)`` (:class:`Uplinks`)."""
     intra, inter, k = link.intra, link.inter, link.per_server
     m = max(1, n // max(k, 1))
-    net = link.network("ring").bus_bandwidth  # each pattern through the leaves' uplinks (Network.uplinks)
+    net = link.network("ring").bus_bandwidth  # each pattern through the leaves' uplinks (ServerNetwork.uplinks)
     if kind == "p2p":
         return link.network("pair").send_seconds(s)
     if n <= 1:

@@ -6,13 +6,13 @@ Without a ``[network]`` table the two older keys say the same in fewer words: ``
 with ``inter_server_link = "per_gpu_pair"`` is one NIC of that speed per GPU (a rail per GPU),
 ``"shared"`` (the default) one NIC of that speed for the whole server.
 
-What a group of GPUs gets between servers (:meth:`Network.group_bytes_per_s`): NCCL splits a
+What a group of GPUs gets between servers (:meth:`ServerNetwork.group_bytes_per_s`): NCCL splits a
 collective into channels and spreads them over every NIC its GPUs reach (NCCL's graph search gives each
 channel one NIC), so a group with k GPUs in each server moves k GPUs' share of the server's NICs —
 all of them for a group that fills the server — while the other groups of the same kind (the DP
 groups of the other TP ranks, say) use the rest at the same time. Above a leaf group the uplinks may
 be oversubscribed: a group whose servers sit under different leaves moves the bytes that leave a leaf at
-the leaf's uplink share, how much slower by its traffic pattern (:meth:`Network.uplinks`).
+the leaf's uplink share, how much slower by its traffic pattern (:meth:`ServerNetwork.uplinks`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from archsim.validate import shown, shown_boolean, shown_number
 
 DEFAULT_SWITCH_TIERS = 2  # leaf–spine: what a [network] table that states none has
 @dataclass(frozen=True)
-class Network:
+class ServerNetwork:
     """nics_per_server × nic_gbps (Gbit/s each, one direction); gpus_per_nic: GPUs sharing one NIC
     (GPU g of a server uses NIC g // gpus_per_nic: its rail); nvlink_domain: GPUs one NVLink/NVSwitch
     fabric joins (a server's, or several servers' with an NVLink switch system); switch_tiers: 1 (one
@@ -191,7 +191,7 @@ def _check_rails(nics: int, per_nic: int, gpus: int, per_nic_given: bool, file: 
                          field="gpus_per_nic")
 
 
-def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", default_gbps: float = 0.0) -> Network:
+def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", default_gbps: float = 0.0) -> ServerNetwork:
     """The cluster document's network: its ``[network]`` table, else the one ``inter_server_gbps`` and
     ``inter_server_link`` describe (module docstring); ``default_gbps``: the devices' own inter-node
     Gb/s (a device file's ``[links]``), used when the file states no ``inter_server_gbps``."""
@@ -206,8 +206,8 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
         # no inter-server bandwidth (one server): 1 byte/s per GPU, never used
         gbps = float(inter) or 8e-9 * (gpus_per_server if shared else 1)
         if not shared:
-            return Network(gpus_per_server, gbps, 1, gpus_per_server)
-        return Network(1, gbps, gpus_per_server, gpus_per_server)
+            return ServerNetwork(gpus_per_server, gbps, 1, gpus_per_server)
+        return ServerNetwork(1, gbps, gpus_per_server, gpus_per_server)
     if not isinstance(table, dict):
         raise InputError("expected a table: write [network] above its keys", file=file, field="network")
     unknown = sorted(set(table) - NETWORK_KEYS)
@@ -242,7 +242,7 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
     nvls = table.get("nvls", False)
     if not isinstance(nvls, bool):
         raise InputError(f"expected true or false, got {shown_boolean(nvls)}", file=file, field="nvls")
-    return Network(nics, gbps, per_nic, domain, tiers, leaf, over, nvls)
+    return ServerNetwork(nics, gbps, per_nic, domain, tiers, leaf, over, nvls)
 
 
 NIC_GBPS_SOLD = (1.0, 3200.0)  # Gb/s per NIC, one direction: 1 GbE up to twice the 1.6 Tb/s NICs announced
@@ -264,7 +264,7 @@ def nic_speed_warning(key: str, gbps: float) -> str:
     return ""
 
 
-def network_warnings(spec: dict, network: Network) -> tuple[str, ...]:
+def network_warnings(spec: dict, network: ServerNetwork) -> tuple[str, ...]:
     """The cluster document's implausible NIC speed, one line (train, search and plan print it on stderr): ``[network]
     nic_gbps``, or without that table a stated ``inter_server_gbps``, which is one NIC's speed either way
     (:func:`read_network`: one NIC per GPU with ``per_gpu_pair``, one for the whole server with ``shared``)."""
@@ -279,7 +279,7 @@ def network_warnings(spec: dict, network: Network) -> tuple[str, ...]:
     return (line,) if line else ()
 
 
-def superseded_notes(cluster: dict, network: Network) -> tuple[str, ...]:
+def superseded_notes(cluster: dict, network: ServerNetwork) -> tuple[str, ...]:
     """The ``[cluster]`` keys a ``[network]`` table supersedes (train, search and plan read the table), each where it
     states otherwise than the table: a note on stderr, not an error, since the keys describe the same NICs."""
     notes = []
@@ -296,7 +296,7 @@ def superseded_notes(cluster: dict, network: Network) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def network_notes(table: dict, network: Network, servers: int, gpus: int = 0) -> tuple[str, ...]:
+def network_notes(table: dict, network: ServerNetwork, servers: int, gpus: int = 0) -> tuple[str, ...]:
     """What a ``[network]`` table states that changes no figure on ``servers`` servers, one line each (train, search
     and plan print them on stderr): a ``switch_tiers`` other than the default 2 (switch hops' latency is not
     modelled, so a stated 1 or 3 prices as 2 does; the default itself assumes nothing unmodelled), an
@@ -329,7 +329,7 @@ def network_notes(table: dict, network: Network, servers: int, gpus: int = 0) ->
     return tuple(notes)
 
 
-def network_warnings_and_notes(spec: dict, network: Network | None,
+def network_warnings_and_notes(spec: dict, network: ServerNetwork | None,
                                servers: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The cluster document's network as train, search and plan judge it on stderr, one line each: (warnings —
     :func:`network_warnings` —, notes — :func:`superseded_notes` and :func:`network_notes` where a ``[network]``
@@ -346,5 +346,5 @@ def network_warnings_and_notes(spec: dict, network: Network | None,
     return network_warnings(spec, network), notes
 
 
-__all__ = ["DEFAULT_SWITCH_TIERS", "NIC_GBPS_SOLD", "Network", "double_tree_edges", "network_notes", "network_warnings",
+__all__ = ["DEFAULT_SWITCH_TIERS", "NIC_GBPS_SOLD", "ServerNetwork", "double_tree_edges", "network_notes", "network_warnings",
            "network_warnings_and_notes", "nic_speed_warning", "read_network", "superseded_notes"]

@@ -325,6 +325,15 @@ def check_name(value: object, field: str, *, file: str | None = None, line: int 
     return value
 
 
+def positive_count(value: object, field: str) -> int:
+    """A count given in code (an ``int`` or a numpy integer, as an array's shape or a frame's cell gives it; never
+    a ``bool``, a float or text) that is at least 1, as a Python ``int``; else InputError naming ``field``. One
+    rule for the array engine's sizes and BPPSA's scan lengths and processors."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
+        raise InputError(f"must be a positive integer, got {value!r}", field=field)
+    return int(value)
+
+
 SMALLER_JOB = "use a smaller batch or network, or a larger array"  # check_exact's advice unless its caller knows the cause
 
 

@@ -13,7 +13,7 @@ with caching and an HTML report: ``archsim train``'s seconds and the energy mode
 iteration, plus ``--static-watts`` per chip over the iteration (an assumption the user states;
 default the device file's ``[device] static_watts``, else 0: the energy model's dynamic energy alone, which no
 bandwidth changes). The front keeps the
-points no fitting point beats in both seconds and joules (:func:`archsim.report.pareto.pareto_mask`).
+points no fitting point beats in both seconds and joules (:func:`archsim.pareto_rule.pareto_mask`).
 Prints a markdown table (front marked) on stdout; ``--csv`` / ``--html`` (the report's scatter) write
 files. A point whose memory does not fit the chip is kept with ``fits`` false and left off the front.
 """

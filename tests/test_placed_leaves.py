@@ -82,7 +82,7 @@ def test_the_crossing_all_reduce_is_priced_at_the_oversubscribed_share(cluster):
     loaded = load_gpu_cluster(cluster)
     flat, crossing = (c.rank_machines(par)[0].links.dp for c in (loaded, loaded.reordered((0, 4, 1, 5, 2, 6, 3, 7))))
     # NCCL's ring runs file servers 0 → 4 → 1 → 5 → 0: every edge leaves its leaf, each leaf's two servers send
-    # 2 servers' worth against 2 × NIC / 2 of uplink (Network.uplinks): the NIC's share over 2
+    # 2 servers' worth against 2 × NIC / 2 of uplink (ServerNetwork.uplinks): the NIC's share over 2
     assert flat.inter.bandwidth == crossing.inter.bandwidth == NIC and crossing.network("ring").bandwidth == NIC / 2
     net = crossing.network("ring")
     by_hand = crossing.intra.launch_s + 2 * 3 * net.alpha_s + 2 * 3 / 4 * size / (net.efficiency * NIC / 2)

@@ -1,5 +1,5 @@
 """``plan --links exact`` on an oversubscribed leaf–spine fabric: a replicated stage whose GPUs sit under two leaves
-all-reduces as train's group over the same GPUs does (:meth:`archsim.network.Network.uplinks`: slowed by
+all-reduces as train's group over the same GPUs does (:meth:`archsim.network.ServerNetwork.uplinks`: slowed by
 max(1, oversubscription × f), f the share of a server's traffic that leaves its leaf), not by the whole
 oversubscription a point-to-point pair across leaves pays."""
 

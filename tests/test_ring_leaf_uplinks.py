@@ -1,4 +1,4 @@
-"""What a group over an oversubscribed leaf–spine fabric crosses (archsim.network.Network.uplinks): a ring over
+"""What a group over an oversubscribed leaf–spine fabric crosses (archsim.network.ServerNetwork.uplinks): a ring over
 servers laid out leaf by leaf sends one server's worth out of each leaf, an all-to-all the share of its bytes bound
 for other leaves. 4 servers of 8 H100s on 8 × 400 Gb/s rails (one GPU per NIC: 50 GB/s), 2 servers a leaf. Until
 2026-12-05 every group spanning leaves ran at its share over the whole oversubscription (a DP ring at 2:1 twice as
@@ -12,7 +12,7 @@ import pytest
 
 import archsim
 from archsim.collectives import LinkClass, Spanning, Uplinks, collective_seconds
-from archsim.network import Network, double_tree_edges
+from archsim.network import ServerNetwork, double_tree_edges
 
 RAILS = ('[cluster]\n[network]\nnics_per_server = 8\nnic_gbps = 400\n{network}\n'
          '[[servers]]\ncount = {servers}\ngpus = 8\ngpu = "h100"\n')
@@ -89,12 +89,12 @@ def test_more_oversubscription_never_speeds_anything_up_and_one_leaf_changes_not
 
 
 def test_the_uplink_factors_by_hand():
-    """Network.uplinks on 4 servers, 2 a leaf: the ring laid out leaf by leaf leaves each leaf once (f = 1/2);
+    """ServerNetwork.uplinks on 4 servers, 2 a leaf: the ring laid out leaf by leaf leaves each leaf once (f = 1/2);
     laid out alternating (file servers 0, 2, 1, 3: NCCL joins them in rank order, NVIDIA/nccl#1340) every edge leaves
     (f = 1). NCCL's trees over 4 servers, by hand: the first 0–2, 2–1, 2–3, the second its mirror 3–1, 1–2, 1–0;
     4 edge ends leave each leaf of the contiguous layout, each carrying S/2 a way while the tree's pace moves 2S
     through a server: f = 4 · (1/2) / (2 servers · 2) = 1/2. All-to-all: (4 − 2)/(4 − 1). A hop: o."""
-    net = Network(8, 400.0, 1, 8, servers_per_leaf=2, oversubscription=4.0)
+    net = ServerNetwork(8, 400.0, 1, 8, servers_per_leaf=2, oversubscription=4.0)
     contiguous = net.uplinks((0, 1, 2, 3))
     assert (contiguous.ring, contiguous.tree, contiguous.pair) == (2.0, 2.0, 4.0)
     assert contiguous.every_pair == pytest.approx(4 * 2 / 3, rel=1e-12)
@@ -103,7 +103,7 @@ def test_the_uplink_factors_by_hand():
     assert net.uplinks((1, 2), hop=True) == Uplinks(4.0, 4.0, 4.0, 4.0)
     assert sorted(tuple(sorted(e)) for e in double_tree_edges(4)) == sorted(
         [(0, 2), (1, 2), (2, 3), (1, 3), (1, 2), (0, 1)])
-    gentle = Network(8, 400.0, 1, 8, servers_per_leaf=2, oversubscription=2.0)
+    gentle = ServerNetwork(8, 400.0, 1, 8, servers_per_leaf=2, oversubscription=2.0)
     mild = gentle.uplinks((0, 1, 2, 3))
     assert (mild.ring, mild.tree, mild.pair) == (1.0, 1.0, 2.0) and mild.every_pair == pytest.approx(4 / 3, rel=1e-12)
 

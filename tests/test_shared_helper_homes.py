@@ -36,6 +36,10 @@ HOMES = {
     # PipeDream's replica all-reduce 4(r − 1)·P / (B·r): the tables, the dense search and a plan's stages (the
     # compiled search keeps its own copy, held equal by tests/test_pipedream_kernel.py)
     "replica_allreduce": "archsim.partition.pipedream_allreduce",
+    # the Pareto rule of the search's front and the sweeps' (the tie rule each caller's argument; until 2026-12-05 a
+    # 2-D sweep in training/search_front.py and an n-D mask in report/pareto.py, each with its own ties)
+    "front_indices": "archsim.pareto_rule",
+    "pareto_mask": "archsim.pareto_rule",
 }
 
 
@@ -48,6 +52,19 @@ def test_each_shared_helper_is_defined_in_its_one_home():
     homes = {name: [module for module, path in library() if name in top_level_functions(parsed(path))]
              for name in HOMES}
     assert homes == {name: [home] for name, home in HOMES.items()}
+
+
+# class name → the one module that defines it: ``archsim.Network`` is the DNN (its layers); the links between servers
+# are ``archsim.network.ServerNetwork`` (until 2026-12-05 a second class named ``Network``, in ``archsim.network``)
+CLASS_HOMES = {"Network": "archsim.workload.layer", "ServerNetwork": "archsim.network"}
+
+
+@pytest.mark.long  # reads every module (a few seconds)
+def test_each_class_name_has_its_one_home():
+    homes = {name: [module for module, path in library()
+                    if any(isinstance(node, ast.ClassDef) and node.name == name for node in parsed(path).body)]
+             for name in CLASS_HOMES}
+    assert homes == {name: [home] for name, home in CLASS_HOMES.items()}
 
 
 # name → the one module that calls it: a rule written once, its callers asking the function that applies it
@@ -82,9 +99,8 @@ def test_a_call_is_found_by_name_or_attribute():
 
 # A GiB is written once: archsim.units.GIB, read by every module that turns bytes into GiB or back.
 GIB_HOME = "archsim.units"
-# modules that still write 2**30 themselves: a count of words, not bytes; the search rows, not yet switched to GIB
-WRITES_2_POW_30 = {"archsim.array.layout", "archsim.training.search_front", "archsim.training.search_note",
-                   "archsim.training.search_row_maker"}
+# modules that still write 2**30 themselves: a count of words, not bytes (the search's rows read GIB since 2026-12-05)
+WRITES_2_POW_30 = {"archsim.array.layout"}
 
 
 def is_two_pow_30(node: ast.AST) -> bool:

@@ -65,6 +65,7 @@ from archsim.array.layout import GemmLayout, gemm_tables
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.jit import announce_compile
+from archsim.validate import positive_count
 from archsim.value_parsers import parse_int
 
 # How each dataflow tiles A and B for prefetching: (tile width, transposed, anti-diagonal order),
@@ -125,7 +126,7 @@ class ConvWindows:
 
     def tables(self, m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The kernel's conv descriptor and tap table, after checking that A is M×K of this convolution."""
-        values = [_positive(getattr(self, name), name) for name in
+        values = [positive_count(getattr(self, name), name) for name in
                   ("out_h", "out_w", "filter_h", "filter_w", "channels", "stride")]
         taps = self.filter_h * self.filter_w * self.channels
         kept = np.arange(taps, dtype=np.int64) if self.kept_taps is None else np.asarray(self.kept_taps, dtype=np.int64)
@@ -139,8 +140,8 @@ class ConvWindows:
         descriptor[[order.C_EH, order.C_EW, order.C_FH, order.C_FW, order.C_CHANNELS, order.C_STRIDE]] = values
         descriptor[order.C_KEPT] = kept.size
         reach = ((self.out_h - 1) * self.stride + self.filter_h, (self.out_w - 1) * self.stride + self.filter_w)
-        sides = [reach[0] if self.ifmap_h is None else _positive(self.ifmap_h, "ifmap_h"),
-                 reach[1] if self.ifmap_w is None else _positive(self.ifmap_w, "ifmap_w")]
+        sides = [reach[0] if self.ifmap_h is None else positive_count(self.ifmap_h, "ifmap_h"),
+                 reach[1] if self.ifmap_w is None else positive_count(self.ifmap_w, "ifmap_w")]
         descriptor[[order.C_IH, order.C_IW]] = sides
         table = np.full((2, taps), -1, dtype=np.int64)
         table[0, :kept.size] = kept
@@ -181,12 +182,6 @@ def check_steps(cycles: int) -> None:
                          field="engine")
 
 
-def _positive(value: int, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise InputError(f"must be a positive integer, got {value!r}", field=field)
-    return int(value)
-
-
 def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = "ws", *,
                   sram_words: tuple[int, int, int] = (65536, 65536, 65536),
                   bandwidth: tuple[int, int, int] = (10, 10, 10), layout: GemmLayout | None = None,
@@ -200,15 +195,15 @@ def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = 
     conv: A is this convolution's im2col matrix (:class:`ConvWindows`), as SCALE-Sim's conv mode
     builds it; None: A's words are all distinct (a GEMM, or a conv whose windows do not overlap).
     """
-    m, k, n = _positive(m, "m"), _positive(k, "k"), _positive(n, "n")
-    rows, cols = _positive(rows, "rows"), _positive(cols, "cols")
+    m, k, n = positive_count(m, "m"), positive_count(k, "k"), positive_count(n, "n")
+    rows, cols = positive_count(rows, "rows"), positive_count(cols, "cols")
     if dataflow not in DATAFLOW_CODES:
         raise InputError(f"unknown dataflow {dataflow!r}; choose one of ws, os, is", field="dataflow")
     for values, field in ((sram_words, "sram"), (bandwidth, "bandwidth")):
         if len(values) != 3:
             raise InputError(f"give three values (ifmap, filter, ofmap), got {values!r}", field=field)
-    words = [_positive(w, "sram") for w in sram_words]
-    bws = [_positive(b, "bandwidth") for b in bandwidth]
+    words = [positive_count(w, "sram") for w in sram_words]
+    bws = [positive_count(b, "bandwidth") for b in bandwidth]
     if min(words) < 2:
         raise InputError("an SRAM needs at least 2 words (two halves)", field="sram")
     df = DATAFLOW_CODES[dataflow]

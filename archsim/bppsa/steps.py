@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from archsim.bppsa.scan import ceil_log2, max_up_levels
 from archsim.errors import InputError
+from archsim.validate import positive_count
 
 
 @dataclass(frozen=True)
@@ -44,29 +45,24 @@ class LevelCensus:
         return self.mm + self.mv
 
 
-def _positive(value: int, field: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise InputError(f"must be a positive integer, got {value!r}", field=field)
-    return value
-
-
 def _pairs(n: int, d: int) -> int:
     return (n - 2 ** d) // 2 ** (d + 1) + 1
 
 
 def blelloch_level_count(n: int) -> int:
     """Sequential levels of Algorithm 1 on n + 1 elements: 2⌈log₂(n+1)⌉ − 1."""
-    return 2 * ceil_log2(_positive(n, "n") + 1) - 1
+    return 2 * ceil_log2(positive_count(n, "n") + 1) - 1
 
 
 def hybrid_level_count(n: int, up_levels: int) -> int:
     """Sequential levels of the hybrid that stops the up-sweep after L levels: 2L + ⌈(n+1)/2^L⌉ − 1."""
-    return 2 * up_levels + -(-(_positive(n, "n") + 1) // 2 ** up_levels) - 1
+    return 2 * up_levels + -(-(positive_count(n, "n") + 1) // 2 ** up_levels) - 1
 
 
 def level_census(n: int, up_levels: int | None = None) -> tuple[LevelCensus, ...]:
     """Per-level operation counts of :func:`archsim.bppsa.scan.blelloch_scan` without running it."""
-    top = max_up_levels(_positive(n, "n"))
+    n = positive_count(n, "n")  # a numpy integer as the int it counts: the census holds ints
+    top = max_up_levels(n)
     levels = top if up_levels is None else up_levels
     if not 0 <= levels <= top:
         raise InputError(f"must be between 0 and {top}, got {up_levels}", field="up_levels")
@@ -83,12 +79,12 @@ def level_census(n: int, up_levels: int | None = None) -> tuple[LevelCensus, ...
 
 def linear_census(n: int) -> tuple[LevelCensus, ...]:
     """The linear scan (BP): n dependent steps, a move then n − 1 matrix–vector products."""
-    return tuple(LevelCensus("linear", j, 0, int(j > 0), int(j == 0)) for j in range(_positive(n, "n")))
+    return tuple(LevelCensus("linear", j, 0, int(j > 0), int(j == 0)) for j in range(positive_count(n, "n")))
 
 
 def steps_with_workers(census: tuple[LevelCensus, ...], workers: int, copies: int = 1) -> int:
     """Critical-path steps when each level's ``copies × products`` run in waves of ``workers`` (Eq. 6)."""
-    _positive(workers, "processors")
+    workers = positive_count(workers, "processors")
     return sum(max(1, -(-copies * level.products // workers)) for level in census)
 
 
@@ -107,5 +103,5 @@ def per_worker_memory(n: int, workers: int, jacobian_bytes: int, activation_byte
     Pipeline parallelism: ⌈n/p⌉ layers' activations to re-materialize plus one boundary activation
     per in-flight micro-batch, p of them to fill the pipe: (⌈n/p⌉ + p)·M_x.
     """
-    _positive(n, "n"), _positive(workers, "processors"), _positive(copies, "copies")
+    n, workers, copies = positive_count(n, "n"), positive_count(workers, "processors"), positive_count(copies, "copies")
     return -(-copies * (n + 1) // workers) * jacobian_bytes, (-(-n // workers) + workers) * activation_bytes

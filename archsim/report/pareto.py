@@ -3,28 +3,13 @@ device sweep's time/energy figure (its front marked by :mod:`archsim.sweep.devic
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from archsim.pareto_rule import pareto_mask
 from archsim.validate import is_nan
 
 OBJECTIVES = ("iteration_seconds", "energy_pj", "area_mm2")
-
-
-def pareto_mask(values: np.ndarray) -> np.ndarray:
-    """True for rows of ``values`` (n × d, minimized) that no other row dominates: none is ≤ in every
-    column and < in one. Equal rows do not dominate each other. O(n² d) in blocks of rows."""
-    values = np.asarray(values, dtype=np.float64)
-    n = len(values)
-    keep = np.ones(n, dtype=bool)
-    block = max(1, 2_000_000 // max(1, n * values.shape[1]))
-    for start in range(0, n, block):
-        rows = values[start:start + block, None, :]  # candidates i
-        others = values[None, :, :]  # every j
-        dominated = (np.all(others <= rows, axis=2) & np.any(others < rows, axis=2)).any(axis=1)
-        keep[start:start + block] = ~dominated
-    return keep
 
 
 def time_column(results: pd.DataFrame) -> str:
@@ -43,13 +28,13 @@ PJ_TICKS = "power"
 
 def with_front(results: pd.DataFrame) -> pd.DataFrame:
     """``results`` plus ``pareto`` (bool): non-dominated in (time, energy, area) within each workload
-    (network and batch). A batch is work, not a design choice: batch 8's iteration does 8× batch 1's work,
+    (network and batch), equal designs all kept (:mod:`archsim.pareto_rule`, ``ties="all"``). A batch is work, not a design choice: batch 8's iteration does 8× batch 1's work,
     so one front over both batches would keep only the smallest batch's designs."""
     out = results.copy()
     objectives = [time_column(results), "energy_pj", "area_mm2"]
     out["pareto"] = False
     for _, part in out.groupby(list(WORKLOAD)):
-        out.loc[part.index, "pareto"] = pareto_mask(part[objectives].to_numpy())
+        out.loc[part.index, "pareto"] = pareto_mask(part[objectives].to_numpy(), ties="all")
     return out
 
 

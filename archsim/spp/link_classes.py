@@ -1,6 +1,6 @@
 """Each GPU pair's link as plan reads a cluster file (:func:`archsim.spp.topology.build_topology`): the link
 train's pipeline hop between the two runs on (a DGX-1's NVLink rings or PCIe, :func:`board_pairs`; between servers
-the NIC of train's :class:`~archsim.network.Network`, :func:`network_pairs`) and, for
+the NIC of train's :class:`~archsim.network.ServerNetwork`, :func:`network_pairs`) and, for
 ``plan --links exact``, the classes themselves (:func:`exact_links`), which price its sends and its all-reduces as
 train prices them. Bandwidths in bytes/s per direction, latencies in seconds."""
 
@@ -11,12 +11,12 @@ import numpy as np
 from archsim.collectives import PairLinks, slowest_class
 from archsim.errors import InputError
 from archsim.links import device_nic, nic_share, nvlink_group, server_link
-from archsim.network import Network
+from archsim.network import ServerNetwork
 
 
 def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, devices: list, intra: list[float],
                 file: str, domain: np.ndarray | None = None,
-                nvls: bool = False, network: Network | None = None,
+                nvls: bool = False, network: ServerNetwork | None = None,
                 on_nic: np.ndarray | None = None,
                 tori: tuple[tuple[int, ...], ...] = ()) -> tuple[np.ndarray, np.ndarray, PairLinks]:
     """Each pair's bandwidth (bytes/s) and latency (s) for ``plan --links exact``: the pair's link class as train
@@ -96,7 +96,7 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
                                          sends_on, takes_on, tuple(tori))
 
 
-def gpu_nics(network: Network | None, where: np.ndarray, link: str) -> np.ndarray:
+def gpu_nics(network: ServerNetwork | None, where: np.ndarray, link: str) -> np.ndarray:
     """Each GPU's NIC (an index over the cluster's NICs), the one its sends to other servers leave on: on
     ``network`` its rail's (GPU g of a server on NIC g // gpus_per_nic, as :func:`network_pairs` reads it); on drawn
     ``[low, high]`` ranges (``network`` None) its server's one link (``link`` ``"shared"``) or its own
@@ -125,7 +125,7 @@ def channel_links(where: np.ndarray, nics: np.ndarray, domain: np.ndarray | None
     return sends.astype(np.int64), takes.astype(np.int64)
 
 
-def domain_fabric(network: Network | None, where: np.ndarray, intra: list[float], chips: list) -> float | None:
+def domain_fabric(network: ServerNetwork | None, where: np.ndarray, intra: list[float], chips: list) -> float | None:
     """The link (bytes/s per GPU per direction) a pair of GPUs in two servers of one NVLink domain runs on: the
     servers' one in-server fabric, where ``nvlink_domain`` spans servers of one kind — one chip (``chips``: each
     server's device or catalog name), GPU count and fabric, train's :attr:`GpuCluster.heterogeneous
@@ -138,9 +138,9 @@ def domain_fabric(network: Network | None, where: np.ndarray, intra: list[float]
     return intra[0]
 
 
-def domain_pairs(network: Network | None, where: np.ndarray, fabric: float | None,
+def domain_pairs(network: ServerNetwork | None, where: np.ndarray, fabric: float | None,
                  file_servers: np.ndarray | None = None) -> np.ndarray | None:
-    """(V, V) booleans: the GPU pairs of two servers in one NVLink domain (:meth:`archsim.network.Network.
+    """(V, V) booleans: the GPU pairs of two servers in one NVLink domain (:meth:`archsim.network.ServerNetwork.
     one_domain`, the rule train's groups read, on the file's servers), where :func:`domain_fabric` found one
     (``fabric`` not None); else None. ``file_servers``: each GPU's server as the file numbers it where ``where`` is
     a placement's order (a domain holds the file's servers; None: ``where``'s are)."""
@@ -190,10 +190,10 @@ def torus_pairs(bandwidth: np.ndarray, where: np.ndarray, tori: tuple[tuple[int,
             bandwidth[block] = np.where(bandwidth[block] > 0, intra[server] / devices[server].nvlinks, 0.0)
 
 
-def network_pairs(network: Network, where: np.ndarray, inside: np.ndarray, fabric: float | None = None,
+def network_pairs(network: ServerNetwork, where: np.ndarray, inside: np.ndarray, fabric: float | None = None,
                   file_servers: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each GPU pair's bandwidth (bytes/s, one direction), its min-cut capacity and each GPU's NIC's GPUs, on the
-    :class:`~archsim.network.Network` train prices its groups over (:func:`archsim.network.read_network`, the same
+    :class:`~archsim.network.ServerNetwork` train prices its groups over (:func:`archsim.network.read_network`, the same
     object :class:`~archsim.training.cluster.GpuCluster` holds): a pair in a server keeps ``inside``'s entry (its
     server's fabric, a DGX-1's rings: :func:`board_pairs`); a transfer between GPUs of two servers runs at one NIC's
     speed (the sending GPU's rail: alone, it gets the whole NIC, :func:`archsim.links.nic_share`), over the

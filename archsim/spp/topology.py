@@ -31,7 +31,7 @@ server pair's pairs sum to its link; with ``"per_gpu_pair"`` every GPU pair has 
 the full bandwidth (a complete GPU graph; the lightest cut then isolates a single GPU, because its
 few fast intra-server links weigh less than its many inter-server ones).
 
-The links between servers are train's :class:`~archsim.network.Network` (:func:`archsim.network.read_network`, the
+The links between servers are train's :class:`~archsim.network.ServerNetwork` (:func:`archsim.network.read_network`, the
 object :class:`~archsim.training.cluster.GpuCluster` holds, :attr:`Topology.network`): ``shared`` is one NIC per server,
 ``per_gpu_pair`` one NIC per GPU, and a ``[network]`` table (NICs per server, their speed, GPUs per NIC, leaves;
 docs/formats.md) replaces both keys (:func:`~archsim.spp.link_classes.network_pairs`). Only ``[low, high]`` ranges
@@ -55,7 +55,7 @@ import numpy as np
 from archsim.cluster_keys import CLUSTER_KEYS, SERVER_KEYS, is_gbps, key_hint
 from archsim.errors import InputError
 from archsim.links import check_nvls, fabric_bytes_per_s, nic_share
-from archsim.network import Network, read_network
+from archsim.network import ServerNetwork, read_network
 from archsim.spp.cluster_document import DEVICE_NOT_CLUSTER, read_cluster_document, server_fabric
 from archsim.spp.cluster_figures import Draws, check_figure, figure, gbps
 from archsim.spp.link_classes import (
@@ -103,7 +103,7 @@ class Topology:
     # priced on (archsim.matrix_collectives.ring_allreduce_on, PRM's search and the plan it reports); None: the paper's model
     unit: str | None = None  # bandwidth's time unit: "seconds" from a cluster file (planners.check_units)
     fabrics: tuple[float, ...] = ()  # each server's in-server link, bytes/s per GPU per direction (from a file)
-    network: Network | None = None  # the links between servers its pairs are priced on (None: drawn ranges, flat)
+    network: ServerNetwork | None = None  # the links between servers its pairs are priced on (None: drawn ranges, flat)
     domain_fabric: float | None = None  # bytes/s of a pair of two servers in one NVLink domain (None: no such domain)
     drew: bool = False  # some bandwidth was drawn from a [low, high] range with the cluster's seed
 
@@ -197,7 +197,7 @@ class ClusterLayout:
     fabrics: tuple[float, ...]
     boards: tuple[str | None, ...]  # each server's catalog GPU where it names one (its in-server pairs' links)
     server_devices: tuple  # each server's device (None: its table names none)
-    network: Network | None
+    network: ServerNetwork | None
     domain_fabric: float | None
     drawn: np.ndarray | None  # (servers, servers) bytes/s from [low, high] ranges (plan's seed)
     link: str  # inter_server_link

@@ -13,7 +13,7 @@ static_watts × chips × seconds, train's one formula (:func:`archsim.training.e
 model prices accesses, not cycles (a device's leakage is refused: static power is ``static_watts``), so a clock
 changes the dynamic joules not at all (no voltage is modelled) and the static ones with the seconds. The front
 (``pareto_optimal``) is the points no fitting point beats in both seconds and joules
-(:func:`archsim.report.pareto.pareto_mask`); a point whose memory does not fit its chip is kept,
+(:func:`archsim.pareto_rule.pareto_mask`, equal points both kept); a point whose memory does not fit its chip is kept,
 ``fits_memory`` false, never on the front.
 """
 
@@ -257,10 +257,10 @@ def with_front(rows: list[dict]) -> list[dict]:
     joules (equal rows do not beat each other)."""
     import numpy as np
 
-    from archsim.report.pareto import pareto_mask
+    from archsim.pareto_rule import pareto_mask
 
     fitting = [r for r in rows if r["fits_memory"]]
-    mask = pareto_mask(np.array([[r["iteration_seconds"], r["energy_j"]] for r in fitting]).reshape(-1, 2))
+    mask = pareto_mask(np.array([[r["iteration_seconds"], r["energy_j"]] for r in fitting]).reshape(-1, 2), ties="all")
     front = {id(r) for r, keep in zip(fitting, mask, strict=True) if keep}
     return [{**r, "pareto_optimal": id(r) in front} for r in rows]
 

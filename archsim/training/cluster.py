@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from archsim.devices.device import Device
 from archsim.errors import InputError
-from archsim.network import Network
+from archsim.network import ServerNetwork
 from archsim.training.group_links import leaves_oversubscribed, rank_machine
 from archsim.training.machine import Machine
 from archsim.training.parallel import Parallelism, tp_straddles
@@ -56,7 +56,7 @@ class GpuCluster:
     servers: tuple[Device, ...] = ()  # each server's device, in the file's order (empty: all ``gpu``)
     prices: tuple[float | None, ...] = ()  # each server's USD per GPU-hour override (None: the default table)
     watts: tuple[float | None, ...] = ()  # each server's watts per GPU override
-    network: Network | None = None  # the network as built (None: one server, single_node)
+    network: ServerNetwork | None = None  # the network as built (None: one server, single_node)
     dtype: str = "fp16"  # what every machine trains in (:class:`~archsim.training.machine.Machine`)
     fabrics: tuple[float, ...] = ()  # each server's in-server link, bytes/s per GPU per direction (empty: its device's)
     unread: tuple[str, ...] = ()  # what the file states that train and search do not read, one line each (stderr)
@@ -120,7 +120,7 @@ class GpuCluster:
     @cached_property
     def inter_server_bytes_per_s(self) -> float:
         """One GPU's share of its server's NICs when every GPU sends at once, bytes/s
-        (:meth:`~archsim.network.Network.gpu_bytes_per_s` of the largest server); 1 where there is none (one
+        (:meth:`~archsim.network.ServerNetwork.gpu_bytes_per_s` of the largest server); 1 where there is none (one
         server)."""
         return (self.network.gpu_bytes_per_s(self.gpus_per_server) if self.network is not None else 0.0) or 1.0
 

@@ -19,7 +19,7 @@ from archsim.choices.devices import DEVICE_SUFFIXES, DTYPES
 from archsim.devices.device import Device, catalog_device
 from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s
-from archsim.network import Network, network_warnings_and_notes, nic_speed_warning, read_network
+from archsim.network import ServerNetwork, network_warnings_and_notes, nic_speed_warning, read_network
 from archsim.spp.cluster_document import gpu_not_a_count, read_cluster_document, server_gpu
 from archsim.spp.topology import cluster_layout, missing_inter_server
 from archsim.toml_errors import located, within
@@ -262,7 +262,7 @@ def device_inter_node_gbps(devices: Sequence[Device | None]) -> float:
     return nic.pop() if len(nic) == 1 else 0.0
 
 
-def cluster_file_warnings_and_notes(spec: dict, tables: Sequence[Device | None], network: Network | None,
+def cluster_file_warnings_and_notes(spec: dict, tables: Sequence[Device | None], network: ServerNetwork | None,
                                     servers: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What a cluster document states that train, search and plan say on stderr, one line each, once: warnings
     (a figure that is plausible only in another unit: an in-server link that is the GPU's own NVLink in GB/s, a

@@ -17,7 +17,7 @@ from typing import Protocol
 from archsim import links
 from archsim.collectives import NO_LEAVES, Spanning, slowest_class
 from archsim.devices.device import Device
-from archsim.network import Network
+from archsim.network import ServerNetwork
 from archsim.training import fitted
 from archsim.training.context_parallel_hierarchy import cp_subgroups
 from archsim.training.machine import Links, Machine
@@ -37,7 +37,7 @@ class Layout(Protocol):
     @property
     def servers(self) -> tuple[Device, ...]: ...
     @property
-    def network(self) -> Network | None: ...
+    def network(self) -> ServerNetwork | None: ...
     @property
     def dtype(self) -> str: ...
     @property
@@ -100,13 +100,13 @@ def group_link(cluster: Layout, device: Device, members: range, hop: bool = Fals
 
 def file_servers(cluster: Layout, members: range) -> tuple[int, ...]:
     """The servers a group's GPUs sit in, as the cluster file numbers them (they set the leaves,
-    :meth:`~archsim.network.Network.leaf`), in its ranks' order (its ring's), once each."""
+    :meth:`~archsim.network.ServerNetwork.leaf`), in its ranks' order (its ring's), once each."""
     return tuple(dict.fromkeys(cluster.file_server(cluster.server_of(i)) for i in members))
 
 
 def group_uplinks(cluster: Layout, members: range, hop: bool = False):
     """How much slower a group over servers runs through the leaves' uplinks, per traffic pattern
-    (:meth:`~archsim.network.Network.uplinks` over :func:`file_servers`; all 1 without a ``[network]``)."""
+    (:meth:`~archsim.network.ServerNetwork.uplinks` over :func:`file_servers`; all 1 without a ``[network]``)."""
     net = cluster.network
     return NO_LEAVES if net is None else net.uplinks(file_servers(cluster, members), hop)
 
@@ -263,7 +263,7 @@ def _over_network(cluster: Layout, members: range) -> bool:
 
 def crosses_leaves(cluster: Layout, members: range) -> bool:
     """Whether a group's traffic crosses the uplinks of an oversubscribed fabric: over the network
-    (:func:`_over_network`) between servers under different leaves (:meth:`~archsim.network.Network.leaf`, the
+    (:func:`_over_network`) between servers under different leaves (:meth:`~archsim.network.ServerNetwork.leaf`, the
     one rule, of the file's servers). Train's rule for a rank's groups and ``archsim.collective``'s
     ``crosses_leaves``."""
     net = cluster.network

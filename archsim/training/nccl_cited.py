@@ -13,7 +13,7 @@ from archsim.collective_units import bus_bandwidth_factor
 from archsim.collectives import LinkClass, Spanning, collective_seconds
 from archsim.devices.gpu_lookup import gpu
 from archsim.links import infiniband, nvlink
-from archsim.network import Network
+from archsim.network import ServerNetwork
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def predicted_bus_gbytes_per_s(run: CitedRun) -> float:
     if run.servers == 1:
         link = replace(intra, nvls=run.algorithm == "nvls")
     else:
-        network = Network(run.nics_per_server, run.nic_gbps, max(1, run.gpus_per_server // run.nics_per_server),
+        network = ServerNetwork(run.nics_per_server, run.nic_gbps, max(1, run.gpus_per_server // run.nics_per_server),
                           run.gpus_per_server)
         inter = infiniband(network.group_bytes_per_s(run.gpus_per_server, run.gpus_per_server))
         link = Spanning(intra, inter, run.gpus_per_server)

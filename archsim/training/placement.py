@@ -40,7 +40,7 @@ def _kind(cluster, server: int) -> tuple:
 
 def _leaf(cluster, server: int) -> int | None:
     """The leaf of the server at ``server`` where the fabric's uplinks are oversubscribed (a group over two leaves
-    runs slower through their uplinks: :meth:`~archsim.network.Network.uplinks`), else None. Leaves hold the file's
+    runs slower through their uplinks: :meth:`~archsim.network.ServerNetwork.uplinks`), else None. Leaves hold the file's
     servers (:meth:`~archsim.training.cluster.GpuCluster.file_server`), which an order moves, not rewires."""
     return None if cluster.network is None else cluster.network.leaf(cluster.file_server(server))
 

@@ -4,20 +4,18 @@ many of the rows listed stand for such twins (``SearchResult.identical_rows_drop
 
 from __future__ import annotations
 
+from archsim.pareto_rule import front_indices
 from archsim.progress import progress
 from archsim.training.search_row_maker import RowMaker
 from archsim.training.search_space import Candidate
+from archsim.units import GIB
 
 
 def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
-    """(seconds, timing, bytes, candidate) none of the others beats on both seconds and ``second``
-    (default the bytes; ties: the first kept), fastest first: sorted by time, each kept if smaller
-    than everything faster."""
-    front: list[tuple] = []
-    for item in sorted(costed, key=lambda t: (t[0], second(t))):
-        if not front or second(item) < second(front[-1]):
-            front.append(item)
-    return front
+    """(seconds, timing, bytes, candidate) none of the others beats on both seconds and ``second`` (default the
+    bytes), fastest first: :mod:`archsim.pareto_rule`'s front with ``ties="first"``, so of configurations equal
+    in both only the first in ``costed``'s order stays (the sweeps keep every copy)."""
+    return [costed[i] for i in front_indices([(t[0], second(t)) for t in costed], ties="first")]
 
 
 def pareto_front_rows(make: RowMaker, costed: list[tuple], twins: set[int], retimed: dict[int, dict],
@@ -35,7 +33,7 @@ def pareto_front_rows(make: RowMaker, costed: list[tuple], twins: set[int], reti
             continue
         row = retimed.get(index)
         if row is not None:
-            item = (row["iteration_seconds"], row["timing"], row["peak_memory_gib"] * 2**30, make.keep[id(row)])
+            item = (row["iteration_seconds"], row["timing"], row["peak_memory_gib"] * GIB, make.keep[id(row)])
             rows_of[id(item)] = row
         known.append(item)
     chosen = pareto_front(known, second)

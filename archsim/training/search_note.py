@@ -9,6 +9,7 @@ from archsim.console import in_library, setting, switch_on
 from archsim.training.layout_problems import or_list
 from archsim.training.search_result import ShardedFits
 from archsim.training.search_space import Candidate, divisors, factorizations, rejection
+from archsim.units import GIB
 from archsim.workload.transformer import TransformerConfig
 
 # rejections an --ep value answers (and the ETP rule an --etp value answers too)
@@ -57,7 +58,7 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
                 else f"a cluster of more than its {cluster.gpus:,}")  # --gpus cannot go past the cluster's
         sharding = "" if sharded is None else (
             f"{switch_on('distributed-optimizer')} (the optimizer states sharded over DP) fits "
-            f"{sharded.configurations:,} of them, the smallest at {sharded.smallest_bytes / 2**30:.1f} GiB a GPU; or ")
+            f"{sharded.configurations:,} of them, the smallest at {sharded.smallest_bytes / GIB:.1f} GiB a GPU; or ")
         return (f"no configuration on {named} fits: the {rejected['out-of-memory']:,} that pass the rules are "
                 f"all out of memory; {sharding}give more GPUs ({more}) or GPUs with more memory"
                 f"{reserved_memory(cluster)}{planned}")
@@ -98,7 +99,7 @@ def reserved_memory(cluster) -> str:
     below = [(name, usable, boards[name]) for name, usable in cluster.usable if usable < boards.get(name, 0)]
     if not below:
         return ""
-    stated = ", ".join(f"{usable / 2**30:g} of the {name}'s {board / 2**30:.1f} GiB" for name, usable, board in below)
+    stated = ", ".join(f"{usable / GIB:g} of the {name}'s {board / GIB:.1f} GiB" for name, usable, board in below)
     return f", or a larger usable_memory_gib in the cluster file's [[servers]] (it allows {stated})"
 
 

@@ -22,6 +22,7 @@ from archsim.training.search_fit import (
 from archsim.training.search_rows import megatron_args
 from archsim.training.search_space import Candidate
 from archsim.training.throughput import mean_peak, throughput
+from archsim.units import GIB
 
 
 class RowMaker:
@@ -63,7 +64,7 @@ class RowMaker:
                "iteration_seconds": seconds,
                "host_bound_seconds": self._event[k][1] if event else self.coster.host_seconds(k),  # as train's
                "compute_split_seconds": dict(self._event[k][2]) if event else self.coster.compute_split(k),
-               "peak_memory_gib": memory / 2**30,
+               "peak_memory_gib": memory / GIB,
                "mfu": rates.mfu, "tflops_per_gpu": rates.tflops_per_gpu,
                "hardware_tflops_per_gpu": rates.hardware_tflops_per_gpu,
                "tokens_per_second": rates.tokens_per_second, **objectives(c, k, cluster, global_batch, seconds),
@@ -159,7 +160,7 @@ class RowMaker:
             return row
         if k.placement is None or self.orders is None:  # its time; the memory is the search's (V chunks placed right)
             kept = self._event_split(k)
-            memory = row["peak_memory_gib"] * 2**30 if kept is k else self._memory(kept)
+            memory = row["peak_memory_gib"] * GIB if kept is k else self._memory(kept)
             return self(kept, self._event_seconds(kept), memory, "event", event=True)
         timed = []
         for order, on in layouts(self.cluster, par, self.orders)[0]:

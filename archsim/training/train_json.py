@@ -175,7 +175,7 @@ def network_meta(cluster, par, machines, tied: bool = False) -> dict:
 def _leaves_meta(cluster, par, crossed: list[str]) -> dict:
     """Where the run's servers sit under several leaves of an oversubscribed fabric: ``oversubscription`` and
     ``leaves_crossed_by``, the groups of ``crossed`` some of whose collectives or hops cross an uplink (slowed by the
-    share of their traffic that leaves a leaf, :meth:`archsim.network.Network.uplinks`), found as the groups whose
+    share of their traffic that leaves a leaf, :meth:`archsim.network.ServerNetwork.uplinks`), found as the groups whose
     links differ from those of the same layout on the fabric without oversubscription; nothing otherwise (the meta
     then as before)."""
     from dataclasses import replace
