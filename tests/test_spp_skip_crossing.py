@@ -1,10 +1,14 @@
 """A residual's skip tensor crosses every stage boundary between its producer and its last reader: SPP's channel
-prices it, forward and back. References are byte counts and times worked out by hand."""
+prices it (forward and back), and the PipeDream plan laid on a cluster sends it once a boundary, however many
+layers beyond read it. References are byte counts and times worked out by hand."""
 
+import numpy as np
 import pytest
 
 from archsim.partition.graph_txt import load_graph_txt
 from archsim.partition.profile import profile_from_costs
+from archsim.partition.result import Partition, Stage
+from archsim.spp.placement import partition_stage_plans
 from archsim.spp.prm import boundary_directions
 
 BIG, SMALL = 100_000_000, 1_000
@@ -74,3 +78,12 @@ def test_spp_plan_pays_the_skip(graph, tmp_path):
     # Cut after node2 sends 10⁸ + 10³ bytes each way, 2 µs more (before the skip was priced forward, 0.109002 s).
     assert result.meta["makespan_seconds"] == pytest.approx(0.001 + 0.1 + 0.006 + 0.1 + 0.002, rel=1e-12)
 
+
+def test_pipedream_placement_sends_a_tensor_once_a_boundary(graph):
+    profile = load_graph_txt(graph)
+    partition = Partition("pipedream", (Stage(0, ("node1",), ()), Stage(1, ("node2", "node3"), ())), 0, 0,
+                          unit="seconds")
+    bandwidth = np.full((2, 2), 1e9)
+    plans = partition_stage_plans(profile, partition, bandwidth)
+    # node1's output crosses once although node2 and node3 both read it (before: twice, 0.2 s)
+    assert plans[0].comm_forward == pytest.approx(BIG / 1e9)
