@@ -60,7 +60,7 @@ def boundary_directions(profile: LayerProfile) -> tuple[np.ndarray, np.ndarray]:
     back = np.append(np.asarray(profile.delta_bytes[1:], dtype=float), 0.0)
     forward = activation.copy()
     if profile.edges is not None and len(activation) > 1:
-        last_reader = {}
+        last_reader: dict[int, int] = {}
         for producer, consumer in profile.edge_pairs:
             last_reader[producer] = max(consumer, last_reader.get(producer, consumer))
         crossing = np.zeros(len(activation) + 1)  # Σ activations of the producers p ≤ l read after l
