@@ -231,9 +231,11 @@ def network_study(network: Network, *, batch: int, depth_text: object, seed: int
     from archsim.bppsa.jacobians import scan_input
     from archsim.bppsa.layers import forward_chain
     from archsim.bppsa.plain_bp import backprop
-    from archsim.bppsa.scan import blelloch_scan
+    from archsim.bppsa.scan import blelloch_scan, diamond
     from archsim.bppsa.sparse_cost import dense_multiplies
+    from archsim.bppsa.steps import level_census, linear_census, work
     from archsim.bppsa.vgg import scan_flops
+    from archsim.progress import progress
     from archsim.validate import check_job_size
 
     network_chain(network, None)  # a kind without a Jacobian, a join: refused before the size
@@ -254,12 +256,28 @@ def network_study(network: Network, *, batch: int, depth_text: object, seed: int
             raise _past_the_flop_limit(math.ceil(spent[0] / 1e6), max_mflops,
                                        math.ceil(2 * dense_multiplies(elements, depth) * batch / 1e6))
 
-    rng = np.random.default_rng(seed + 1)
-    activations = forward_chain(layers, rng.standard_normal(in_shape))
-    grad = rng.standard_normal(activations[-1].size)
-    elements = scan_input(layers, activations, grad)
-    frame = scan_flops(elements, depth, budget=budget)  # patterns first: the budget is checked before any product
-    scanned = blelloch_scan(elements, up_levels=depth).gradients()
+    # the bar counts every ◇: the FLOP count's (the scan's and BP's, on patterns) then the gradient check's scan
+    # (on values); each phase of a dense chain can take seconds (ffnn8: 2, 10 and 11 s), and none drew a bar before
+    operators = len(layers)
+    scan_ops = sum(work(level_census(operators, depth)).values())
+    with progress(2 * scan_ops + sum(work(linear_census(operators)).values()), f"BPPSA on {network.name}",
+                  "step") as bar:
+        bar.set_postfix_str("Jacobians")
+        rng = np.random.default_rng(seed + 1)
+        activations = forward_chain(layers, rng.standard_normal(in_shape))
+        grad = rng.standard_normal(activations[-1].size)
+        elements = scan_input(layers, activations, grad)
+        bar.set_postfix_str("FLOPs")
+        frame = scan_flops(elements, depth, budget=budget, on_step=bar.update,  # patterns first: the budget is
+                           on_part=lambda done: bar.set_postfix_str(f"FLOPs, product {done:.0%}"))  # checked first
+        bar.set_postfix_str("gradient check")
+
+        def counted(a, b):
+            product = diamond(a, b)
+            bar.update()
+            return product
+
+        scanned = blelloch_scan(elements, up_levels=depth, op=counted).gradients()
     error = max(float(np.max(np.abs(np.ravel(a) - b))) for a, b in zip(scanned, backprop(layers, activations, grad),
                                                                          strict=True))
     frame[["flops", "dense_flops"]] *= batch

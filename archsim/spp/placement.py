@@ -35,10 +35,10 @@ def partition_stage_plans(profile: LayerProfile, partition, bandwidth, latency=0
     if first > len(bandwidth):
         raise InputError(f"the plan needs {first} GPUs; the cluster has {len(bandwidth)}", field="cluster")
     crossing = [0.0] * len(partition.stages)  # bytes leaving stage s for a later stage
-    for consumer in range(len(profile)):
-        for producer in set(profile.producers(consumer)):
-            for s in range(stage_of[producer], stage_of[consumer]):
-                crossing[s] += float(profile.activation_bytes[producer])
+    for producer in range(len(profile)):  # a tensor crosses each boundary once, however many layers read it beyond
+        readers = [stage_of[consumer] for consumer in profile.consumers(producer)]
+        for s in range(stage_of[producer], max(readers, default=stage_of[producer])):
+            crossing[s] += float(profile.activation_bytes[producer])
     plans = []
     for s, (stage, devices) in enumerate(zip(partition.stages, groups)):
         nodes = [index[name] for name in stage.layers]

@@ -55,8 +55,9 @@ def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth, latency=0.0, li
     bytes are not 0 pays the largest ``latency`` between the two stages' devices (:mod:`archsim.spp.prm`); a
     replicated stage's all-reduce is :func:`~archsim.matrix_collectives.ring_allreduce_on` (``links``: train's price)."""
     from archsim.matrix_collectives import pair_latency
-    from archsim.spp.prm import boundary_bytes, channel_time, replica_seconds
+    from archsim.spp.prm import boundary_directions, channel_time, replica_seconds
 
+    forward_bytes, back_bytes = boundary_directions(profile)
     plans = []
     for n, ((first, last), devices) in enumerate(zip(plan.stages, plan.devices)):
         r = len(devices)
@@ -66,12 +67,12 @@ def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth, latency=0.0, li
         cf = cb = 0.0
         if n + 1 < len(plan.stages):
             both = channel_time(profile, 1, last, devices, plan.devices[n + 1], bandwidth, 0.0, links)  # bytes alone
-            size = boundary_bytes(profile)[last - 1]
-            cf = both * float(profile.activation_bytes[last - 1]) / size if size else 0.0
+            size = forward_bytes[last - 1] + back_bytes[last - 1]
+            cf = both * float(forward_bytes[last - 1]) / size if size else 0.0
             cb = both - cf
             lag = pair_latency(latency, devices, plan.devices[n + 1])
-            cf += lag if float(profile.activation_bytes[last - 1]) > 0 else 0.0
-            cb += lag if float(profile.delta_bytes[last]) > 0 else 0.0
+            cf += lag if float(forward_bytes[last - 1]) > 0 else 0.0
+            cb += lag if float(back_bytes[last - 1]) > 0 else 0.0
         plans.append(StagePlan(forward, backward, allreduce, cf, cb))
     return plans
 

@@ -51,17 +51,37 @@ PYTHON_WORK = 500_000
 
 
 def boundary_directions(profile: LayerProfile) -> tuple[np.ndarray, np.ndarray]:
-    """Per layer l, the bytes crossing between layers l and l + 1 in one micro-batch forward (l's activation,
-    d^f) and back (the δ layer l + 1 sends, d^b); both 0 after the last layer."""
+    """Per layer l, the bytes crossing a cut between layers l and l + 1 in one micro-batch forward (d^f) and back
+    (d^b); both 0 after the last layer. On a chain, d^f is l's activation and d^b the δ layer l + 1 sends. On a
+    branching profile (``edges``) the layers are cut in their node order and every tensor a layer at or before
+    l sends to a layer after l crosses the cut too (a residual's skip): d^f adds each such earlier producer's
+    activation once, and d^b the gradient of each such tensor that layer l + 1 does not read (whose gradient
+    its δ already holds), the tensor's size. Why: a skip cut by a stage boundary is sent like any other tensor."""
+    activation = np.asarray(profile.activation_bytes, dtype=float)
     back = np.append(np.asarray(profile.delta_bytes[1:], dtype=float), 0.0)
-    forward = np.asarray(profile.activation_bytes, dtype=float).copy()
+    forward = activation.copy()
+    if profile.edges is not None and len(activation) > 1:
+        last_reader: dict[int, int] = {}
+        for producer, consumer in profile.edge_pairs:
+            last_reader[producer] = max(consumer, last_reader.get(producer, consumer))
+        crossing = np.zeros(len(activation) + 1)  # Σ activations of the producers p ≤ l read after l
+        for producer, reader in last_reader.items():
+            crossing[producer] += activation[producer]
+            crossing[reader] -= activation[producer]
+        crossing = np.cumsum(crossing)[:-1]
+        own = np.array([activation[l] if last_reader.get(l, l) > l else 0.0 for l in range(len(activation))])
+        forward += crossing - own  # the earlier producers' tensors beside l's own
+        read_next = np.array([sum(activation[p] for p in set(profile.producers(l + 1)))
+                              for l in range(len(activation) - 1)] + [0.0])
+        back[:-1] += (crossing - read_next)[:-1]  # crossing tensors layer l + 1 does not read
     forward[-1] = 0.0
     return forward, back
 
 
 def boundary_bytes(profile: LayerProfile) -> np.ndarray:
     """Per layer l, the bytes crossing between layers l and l + 1 in one micro-batch, both ways (d^f + d^b);
-    0 after the last layer. SPP plans chains: a branching profile is taken in its (topological) node order."""
+    0 after the last layer. A branching profile is cut in its (topological) node order, skips included
+    (:func:`boundary_directions`)."""
     forward, back = boundary_directions(profile)
     return forward + back
 
