@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.array.sram_sizes import sram_in_bytes
-from archsim.choices.devices import ARRAY_DTYPES, ARRAY_ELEMENT_BYTES, SCALESIM_DTYPE
+from archsim.choices.devices import ARRAY_ELEMENT_BYTES, FP8_ARRAY_DTYPES, SCALESIM_DTYPE
 from archsim.clock import checked_clock, clock_hz
 from archsim.console import setting
 from archsim.errors import InputError
@@ -97,13 +97,14 @@ def array_source(array: object, config: object) -> str:
 
 
 def element_width(dtype: str | None = None, element_bytes: int | None = None) -> int | None:
-    """Bytes per element that ``--dtype`` (a name of :data:`~archsim.choices.devices.ARRAY_DTYPES`) and
-    ``--element-bytes`` (any width) state, or None when neither is given (the array's own, else 1). Both
-    given must agree: a width the other flag contradicts is refused, never silently dropped."""
+    """Bytes per element that ``--dtype`` (a name of :data:`~archsim.choices.devices.FP8_ARRAY_DTYPES`: fp8 is
+    1 byte; a caller that cannot price fp8 refuses it first) and ``--element-bytes`` (any width) state, or None when
+    neither is given (the array's own, else 1). Both given must agree: a width the other flag contradicts is
+    refused, never silently dropped."""
     if dtype is None:
         return element_bytes
-    if dtype not in ARRAY_DTYPES:
-        raise InputError(f"expected one of {', '.join(ARRAY_DTYPES)}, got {shown(dtype)}", field="dtype")
+    if dtype not in FP8_ARRAY_DTYPES:
+        raise InputError(f"expected one of {', '.join(FP8_ARRAY_DTYPES)}, got {shown(dtype)}", field="dtype")
     width = ARRAY_ELEMENT_BYTES[dtype]
     if element_bytes is not None and element_bytes != width:
         raise InputError(f"{setting('dtype', dtype)} is {width}-byte elements, {setting('element-bytes')} says "
