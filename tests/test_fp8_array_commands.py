@@ -12,7 +12,7 @@ import warnings
 
 import pytest
 from api_parity_helpers import cli_error, cli_json
-from device_files import device_toml, write_file
+from device_files import device_toml, scalesim_chip_cfg, write_file
 from test_docs import ROOT
 
 import archsim
@@ -32,17 +32,23 @@ def _one_array(tmp_path, rates: str = "macs_per_pe = { fp8 = 2 }\n"):
     return write_file(tmp_path, "one.toml", text.replace('dataflow = "ws"\n', f'dataflow = "ws"\n{rates}'))
 
 
+def _one_array_cfg(tmp_path, rates: str = "[macs_per_pe]\nfp8 = 2\n"):
+    """:func:`_one_array` as a SCALE-Sim ``.cfg`` device file, its rate a ``[macs_per_pe]`` section."""
+    return write_file(tmp_path, "one.cfg", scalesim_chip_cfg(size=8) + "\n" + rates)
+
+
 def _fc(tmp_path, d_in: int, d_out: int):
     return write_file(tmp_path, "fc.csv", FC1.format(f"fc1,1,1,1,1,{d_in},{d_out},1,fc\n"))
 
 
+@pytest.mark.parametrize("form", [_one_array, _one_array_cfg])
 @pytest.mark.parametrize(("dtype", "cycles"), [
     # k = 32 at 2 MACs a PE: 16 steps, ⌈16 / 8⌉ = 2 row folds of 8 + 8 + 8 + (m = 20) − 2 = 42 cycles
     ("fp8", 2 * 42 - 1),
     ("bf16", 4 * 42 - 1),  # the 16-bit rate, 1: 4 row folds
 ])
-def test_one_gemm_at_the_fp8_rate_is_scalesims_packed_gemm(tmp_path, capsys, dtype, cycles):
-    chip = _one_array(tmp_path)
+def test_one_gemm_at_the_fp8_rate_is_scalesims_packed_gemm(tmp_path, capsys, form, dtype, cycles):
+    chip = form(tmp_path)
     rows = cli_json(["gemm", "--m", "20", "--k", "32", "--n", "8", "--config", str(chip), "--dtype", dtype], capsys)
     assert rows["meta"]["dtype"] == dtype and rows["meta"]["element_bytes"] == (1 if dtype == "fp8" else 2)
     assert rows["rows"][0]["cycles"] == cycles
@@ -110,6 +116,9 @@ def test_fp8_is_refused_where_it_cannot_be_priced(tmp_path, capsys):
     network = _fc(tmp_path, 32, 8)
     said = cli_error(["cost", str(network), "--config", str(tmp_path / "plain.toml"), "--dtype", "fp8"], capsys)
     assert said.count("\n") == 0 and "--dtype fp8 needs the device's fp8 rate" in said and "macs_per_pe" in said
+    said = cli_error(["gemm", "--m", "8", "--k", "8", "--n", "8", "--config", str(_one_array_cfg(tmp_path, "")),
+                      "--dtype", "fp8"], capsys)  # a .cfg device file alike; a plain SCALE-Sim .cfg runs it at 1
+    assert said.count("\n") == 0 and "needs the device's fp8 rate" in said and "[macs_per_pe] section" in said
     # an energy table with no fp8 MAC figure (no 4-byte vector add to accumulate in)
     table = (ROOT / "configs" / "energy" / "horowitz45.toml").read_text(encoding="utf-8")
     write_file(tmp_path, "t.toml", table.replace('"4" = 0.9\n', "", 1).replace('"horowitz45"', '"nofp8"', 1))

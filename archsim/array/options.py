@@ -44,9 +44,12 @@ def array_from_flags(array: str | None = None, config: str | Path | None = None,
 def cfg_mac_rate(config: str | Path, dtype: str | None) -> float:
     """MACs per PE per cycle of a ``dtype`` GEMM on a ``.cfg``'s array: its ``[macs_per_pe]`` figure
     (:func:`archsim.array.mac_rates.cfg_rates`, checked as :func:`read_scalesim_cfg` checked it), 1 where the file
-    states none for ``dtype`` or ``dtype`` is None (SCALE-Sim's int8 word: no rate names it)."""
+    states none for ``dtype`` or ``dtype`` is None (SCALE-Sim's int8 word: no rate names it). fp8 on a ``.cfg``
+    device file stating no fp8 rate is refused in one line, as ``train --fp8`` refuses the file (a plain SCALE-Sim
+    ``.cfg`` runs it at 1)."""
     from archsim.array.cfg_lines import cfg_located, cfg_parser
     from archsim.array.mac_rates import CFG_SECTION, MAC_DTYPES, cfg_rates
+    from archsim.choices.devices import FP8
     from archsim.validate import read_text
 
     if dtype not in MAC_DTYPES:
@@ -57,6 +60,13 @@ def cfg_mac_rate(config: str | Path, dtype: str | None) -> float:
         rates = cfg_rates(dict(parser[CFG_SECTION]) if parser.has_section(CFG_SECTION) else None, str(config))
     except InputError as exc:
         raise cfg_located(exc, text) from None
+    if dtype == FP8 and FP8 not in rates:
+        from archsim.array.device_notes import device_array_count
+
+        if device_array_count(config) is not None:
+            raise InputError(f"{setting('dtype', FP8)} needs the device's fp8 rate, as train --fp8 does: {config} "
+                             "states none (add a [macs_per_pe] section, fp8 = N, its arrays' fp8 MACs per PE per "
+                             "cycle)", field="dtype")
     return rates.get(str(dtype), 1.0)
 
 
