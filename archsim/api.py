@@ -147,7 +147,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
                                              bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, engine=engine)
     else:
         chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
-                             bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, rated=True)
+                             bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, rated=True, fp8=True)
         file = cfg_as_config(array, config)[1]
         if file is not None and engine == "cycle" and bandwidth is None:  # the file's hbm_gbps, as cost reads it
             from archsim.array.device_rate import with_device_bandwidth

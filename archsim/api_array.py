@@ -57,7 +57,7 @@ def gemm(*, m: Count | None = None, k: Count | None = None, n: Count | None = No
     from archsim.array.device_sections import is_device_toml
     from archsim.array.gemm_run import BANK_RULES, OFMAP_COUNTS, run_gemm
     from archsim.array.options import element_width
-    from archsim.choices.devices import ARRAY_DTYPES, ENGINES
+    from archsim.choices.devices import ENGINES, FP8_ARRAY_DTYPES
     from archsim.device_toml import device_toml_dtype, device_toml_notes
     from archsim.gemm_chip import with_chip_seconds
 
@@ -79,7 +79,7 @@ def gemm(*, m: Count | None = None, k: Count | None = None, n: Count | None = No
     check_switch(min_bandwidth, "min_bandwidth")
     clock = None if clock_ghz is None else checked_clock_ghz(clock_ghz)
     if dtype is not None:
-        check_choice(dtype, ARRAY_DTYPES, "dtype")
+        check_choice(dtype, FP8_ARRAY_DTYPES, "dtype")
     element_bytes = None if element_bytes is None else positive_int(element_bytes, "element-bytes")
     dtype = device_toml_dtype(config, dtype, element_bytes)  # a device TOML's default: train's, as the command's
     width = element_width(dtype, element_bytes)

@@ -85,11 +85,12 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
 def build_array(array: str | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
                 dataflow: str | None = None, dtype: str | None = None, element_bytes: Count | None = None,
                 bandwidth: Count | None = None, sram_kb: Counts | None = None,
-                clock_ghz: Number | None = None, rated: bool = False) -> ArrayConfig:
+                clock_ghz: Number | None = None, rated: bool = False, fp8: bool = False) -> ArrayConfig:
     """:func:`array_config` less its unread-keys warning: what the jobs that say their ``config``'s notes themselves
     (``cost``, ``profile``, ``plan``, ``bppsa_rnn``, ``iteration_energy``) build their array with, so each note is
     said once. ``rated``: a ``.cfg``'s GEMMs at its ``[macs_per_pe]`` rate of ``dtype`` (``cost``, ``energy``,
-    ``profile``: the jobs that read a device TOML's ``[compute] macs_per_pe``)."""
+    ``profile``: the jobs that read a device TOML's ``[compute] macs_per_pe``). ``fp8``: ``dtype`` may be fp8 (the
+    jobs that price it: :data:`~archsim.choices.devices.FP8_ARRAY_DTYPES`); elsewhere it is refused as no choice."""
     from dataclasses import replace
 
     from archsim.array.options import (
@@ -101,11 +102,11 @@ def build_array(array: str | Path | ArrayConfig | None = None, *, config: str | 
         with_clock,
         with_memory,
     )
-    from archsim.choices.devices import ARRAY_DTYPES
+    from archsim.choices.devices import ARRAY_DTYPES, FP8_ARRAY_DTYPES
     from archsim.console import library_note
 
     if dtype is not None:
-        check_choice(dtype, ARRAY_DTYPES, "dtype")
+        check_choice(dtype, FP8_ARRAY_DTYPES if fp8 else ARRAY_DTYPES, "dtype")
     if element_bytes is not None:  # as --element-bytes reads it, named so (ArrayConfig's own check says 'element_bytes')
         element_bytes = positive_int(element_bytes, "element-bytes")
     element_bytes = element_width(dtype, element_bytes)
@@ -195,13 +196,13 @@ def array_and_notes(array: str | Path | ArrayConfig | None, config: str | Path |
     from archsim.array.device_rate import with_device_bandwidth
     from archsim.array.device_sections import is_device_toml
     from archsim.array.options import element_width, sram_kb_warning, with_memory
-    from archsim.choices.devices import ARRAY_DTYPES
+    from archsim.choices.devices import FP8_ARRAY_DTYPES
     from archsim.device_toml import device_toml_notes
 
     if not is_device_toml(config):
         array, config = cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does
         chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
-                             bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, rated=True)
+                             bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, rated=True, fp8=True)
         rate = None
         if config is not None and engine == "cycle" and bandwidth is None:  # the file's GB/s, its own clock's words
             width = element_width(dtype, None if element_bytes is None else int(str(element_bytes)))  # checked above
@@ -209,7 +210,7 @@ def array_and_notes(array: str | Path | ArrayConfig | None, config: str | Path |
         return chosen, config_notes(config, dtype, element_bytes, rate)
     assert config is not None  # a device TOML, by is_device_toml
     if dtype is not None:
-        check_choice(dtype, ARRAY_DTYPES, "dtype")
+        check_choice(dtype, FP8_ARRAY_DTYPES, "dtype")
     width = element_width(dtype, None if element_bytes is None else positive_int(element_bytes, "element-bytes"))
     if array is not None and not isinstance(array, str):
         raise InputError(f"expected ROWSxCOLS such as '32x32' with a device TOML, got {type(array).__name__}",

@@ -156,7 +156,7 @@ def _warn(kind: str, text: str | None) -> None:
 def _checked(given: dict[str, Any]) -> dict[str, Any]:
     """The keywords refused as their flags' types refuse them (argparse's checks in the command) and converted
     as the flags convert them; None stays None (not given)."""
-    from archsim.choices.devices import ARRAY_DTYPES, ENGINES
+    from archsim.choices.devices import ENGINES, FP8_ARRAY_DTYPES
     from archsim.choices.networks import SHAPE_CHECKS, UNSUPPORTED
     from archsim.modes import MODES
     from archsim.policies.multistream import SCHEDULES
@@ -170,7 +170,7 @@ def _checked(given: dict[str, Any]) -> dict[str, Any]:
         check_path(network, "network", "a network name or path, a Network or a LayerProfile")
     settings["network"] = str(network) if isinstance(network, Path) else network
     check_choice_or_none = {"policy": _policies(), "streams": SCHEDULES, "sync": ("ring", "ps"), "engine": ENGINES,
-                            "mode": MODES, "dataflow": ("ws", "os", "is"), "dtype": ARRAY_DTYPES,
+                            "mode": MODES, "dataflow": ("ws", "os", "is"), "dtype": FP8_ARRAY_DTYPES,
                             "shapes": SHAPE_CHECKS, "unsupported": UNSUPPORTED}
     for name, choices in check_choice_or_none.items():
         if settings[name] is not None:

@@ -70,7 +70,7 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
         from archsim.energy.model import with_layer_energy
         from archsim.energy_run import chip_layer_energy
 
-        table, energies = energies_for(array, energy_table, config)
+        table, energies = energies_for(array, energy_table, config, dtype)
         # a device file's dram_traffic = "scalesim": the words train's energy counts (None: the engine's own)
         dram = file_dram_words(config, array, engine, dtype_meta(dtype, array) or SCALESIM_DTYPE)
         if timed is not None and layer_seconds is not None:  # the chip's leakage over its seconds, as energy's

@@ -14,6 +14,7 @@ from archsim.console import Speak, say_after_run
 
 if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
+    from archsim.devices.device import Device
 
 
 def device_toml_dtype(config: str | Path | None, dtype: str | None, element_bytes: object) -> str | None:
@@ -43,6 +44,7 @@ def device_toml_array(config: str | Path, array: str | None, dataflow: str | Non
     from archsim.training.energy import device_file_array
 
     device, found = device_file_array(str(config), 1 if width is None else width)
+    fp8_refusal(device, str(config), dtype)
     shaped = reshaped(found, array, dataflow)
     rate = 1.0 if dtype is None else device.mac_rate(dtype)
     shaped = shaped if rate == 1 else replace(shaped, mac_rate=rate)
@@ -56,6 +58,20 @@ def device_toml_array(config: str | Path, array: str | None, dataflow: str | Non
     for line in implausible_figures(device):
         speak_after("warning", line)
     return shaped
+
+
+def fp8_refusal(device: Device, config: str, dtype: str | None) -> None:
+    """Refuse ``--dtype fp8`` in one line on a device file that states no fp8 rate (``[compute] macs_per_pe`` fp8, or
+    a ``[compute.peak_tflops]`` fp8 peak), where ``train --fp8`` refuses the file too: one device model, so the
+    array commands price no fp8 GEMM that train would not run."""
+    from archsim.choices.devices import FP8
+    from archsim.console import setting
+    from archsim.errors import InputError
+
+    if dtype == FP8 and FP8 not in dict(device.peaks):
+        raise InputError(f"{setting('dtype', FP8)} needs the device's fp8 rate, as train --fp8 does: {config} states "
+                         "none (add [compute] macs_per_pe = { fp8 = N }, its arrays' fp8 MACs per PE per cycle)",
+                         field="dtype")
 
 
 def device_toml_notes(config: str | Path, array: str | None, dataflow: str | None, width: int | None, *,
@@ -78,4 +94,4 @@ def device_toml_notes(config: str | Path, array: str | None, dataflow: str | Non
     return shaped, [*notes, *([("note", rate)] if rate else [])]
 
 
-__all__ = ["device_toml_array", "device_toml_dtype", "device_toml_notes"]
+__all__ = ["device_toml_array", "device_toml_dtype", "device_toml_notes", "fp8_refusal"]

@@ -33,7 +33,7 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
     from archsim.energy.file_energy import energies_for, figures_meta
     from archsim.energy.model import iteration_energy_rows, static_power_mw
 
-    table, energies = energies_for(array, energy_table, None if config is None else str(config))
+    table, energies = energies_for(array, energy_table, None if config is None else str(config), dtype)
     dram = file_dram_words(config, array, engine, dtype_meta(dtype, array) or SCALESIM_DTYPE)  # train's, or None
     rows = iteration_energy_rows(network, array, batch, mode, engine, energies, microbatches, dram)
     area = array_area(array, table)

@@ -81,9 +81,9 @@ def test_dtype_and_element_bytes_that_disagree_are_refused_on_both_commands_and_
     agreed = cli_json(capsys, ["cost", SAMPLE, "--batch", "1", "--dtype", "fp16", "--element-bytes", "2"])
     assert agreed == cli_json(capsys, ["cost", SAMPLE, "--batch", "1", "--dtype", "fp16"])
     with pytest.raises(InputError, match="dtype"):
-        archsim.cost(SAMPLE, batch=1, dtype="fp8")
-    assert "argument --dtype: expected one of int8, fp32, fp16, bf16, got 'fp8'" in \
-        cli_refusal(capsys, ["cost", SAMPLE, "--dtype", "fp8"])  # the keyword's line (argparse's "invalid choice" before)
+        archsim.cost(SAMPLE, batch=1, dtype="fp4")  # fp8 is a dtype of cost since 2026-12-05 (test_fp8_array_commands)
+    assert "argument --dtype: expected one of int8, fp32, fp16, bf16, fp8, got 'fp4'" in \
+        cli_refusal(capsys, ["cost", SAMPLE, "--dtype", "fp4"])  # the keyword's line (argparse's "invalid choice" before)
 
 
 def test_cost_and_energy_help_name_the_default_word():
@@ -92,7 +92,7 @@ def test_cost_and_energy_help_name_the_default_word():
     sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
     for command in ("cost", "energy"):
         action = next(a for a in sub.choices[command]._actions if "--dtype" in a.option_strings)
-        assert tuple(action.choices) == ("int8", "fp32", "fp16", "bf16")
+        assert tuple(action.choices) == ("int8", "fp32", "fp16", "bf16", "fp8")  # fp8 since 2026-12-05
         assert "1-byte words as SCALE-Sim counts them; default" in action.help
     train = next(a for a in sub.choices["train"]._actions if "--dtype" in a.option_strings)
     assert set(train.choices) < set(action.choices)  # train's names, the same spelling

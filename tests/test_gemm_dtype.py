@@ -29,8 +29,8 @@ def _dtype_action(command: str):
 
 def test_gemm_cost_and_energy_share_one_dtype_flag():
     gemm = _dtype_action("gemm")
-    assert tuple(gemm.choices) == ("int8", "fp32", "fp16", "bf16")
-    for command in ("cost", "energy"):
+    assert tuple(gemm.choices) == ("int8", "fp32", "fp16", "bf16", "fp8")  # fp8 since 2026-12-05
+    for command in ("cost", "energy", "pipeline", "schedule"):
         other = _dtype_action(command)
         assert (tuple(other.choices), other.help, other.default) == (tuple(gemm.choices), gemm.help, gemm.default)
 
@@ -66,8 +66,8 @@ def test_a_dtype_the_width_contradicts_is_refused_in_one_line(capsys):
     assert main([*SHAPE, "--dtype", "fp16", "--element-bytes", "4"]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "--dtype fp16 is 2-byte elements" in err
-    assert main([*SHAPE, "--dtype", "fp8"]) == 2
-    assert "expected one of int8, fp32, fp16, bf16, got 'fp8'" in capsys.readouterr().err
+    assert main([*SHAPE, "--dtype", "fp4"]) == 2  # fp8 is a choice since 2026-12-05 (test_fp8_array_commands)
+    assert "expected one of int8, fp32, fp16, bf16, fp8, got 'fp4'" in capsys.readouterr().err
 
 
 def test_the_library_takes_the_dtype_as_the_command(capsys):

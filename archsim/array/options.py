@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.array.sram_sizes import sram_in_bytes
-from archsim.choices.devices import ARRAY_DTYPES, ARRAY_ELEMENT_BYTES, SCALESIM_DTYPE
+from archsim.choices.devices import ARRAY_ELEMENT_BYTES, FP8_ARRAY_DTYPES, SCALESIM_DTYPE
 from archsim.clock import checked_clock, clock_hz
 from archsim.console import setting
 from archsim.errors import InputError
@@ -44,9 +44,12 @@ def array_from_flags(array: str | None = None, config: str | Path | None = None,
 def cfg_mac_rate(config: str | Path, dtype: str | None) -> float:
     """MACs per PE per cycle of a ``dtype`` GEMM on a ``.cfg``'s array: its ``[macs_per_pe]`` figure
     (:func:`archsim.array.mac_rates.cfg_rates`, checked as :func:`read_scalesim_cfg` checked it), 1 where the file
-    states none for ``dtype`` or ``dtype`` is None (SCALE-Sim's int8 word: no rate names it)."""
+    states none for ``dtype`` or ``dtype`` is None (SCALE-Sim's int8 word: no rate names it). fp8 on a ``.cfg``
+    device file stating no fp8 rate is refused in one line, as ``train --fp8`` refuses the file (a plain SCALE-Sim
+    ``.cfg`` runs it at 1)."""
     from archsim.array.cfg_lines import cfg_located, cfg_parser
     from archsim.array.mac_rates import CFG_SECTION, MAC_DTYPES, cfg_rates
+    from archsim.choices.devices import FP8
     from archsim.validate import read_text
 
     if dtype not in MAC_DTYPES:
@@ -57,6 +60,13 @@ def cfg_mac_rate(config: str | Path, dtype: str | None) -> float:
         rates = cfg_rates(dict(parser[CFG_SECTION]) if parser.has_section(CFG_SECTION) else None, str(config))
     except InputError as exc:
         raise cfg_located(exc, text) from None
+    if dtype == FP8 and FP8 not in rates:
+        from archsim.array.device_notes import device_array_count
+
+        if device_array_count(config) is not None:
+            raise InputError(f"{setting('dtype', FP8)} needs the device's fp8 rate, as train --fp8 does: {config} "
+                             "states none (add a [macs_per_pe] section, fp8 = N, its arrays' fp8 MACs per PE per "
+                             "cycle)", field="dtype")
     return rates.get(str(dtype), 1.0)
 
 
@@ -97,13 +107,14 @@ def array_source(array: object, config: object) -> str:
 
 
 def element_width(dtype: str | None = None, element_bytes: int | None = None) -> int | None:
-    """Bytes per element that ``--dtype`` (a name of :data:`~archsim.choices.devices.ARRAY_DTYPES`) and
-    ``--element-bytes`` (any width) state, or None when neither is given (the array's own, else 1). Both
-    given must agree: a width the other flag contradicts is refused, never silently dropped."""
+    """Bytes per element that ``--dtype`` (a name of :data:`~archsim.choices.devices.FP8_ARRAY_DTYPES`: fp8 is
+    1 byte; a caller that cannot price fp8 refuses it first) and ``--element-bytes`` (any width) state, or None when
+    neither is given (the array's own, else 1). Both given must agree: a width the other flag contradicts is
+    refused, never silently dropped."""
     if dtype is None:
         return element_bytes
-    if dtype not in ARRAY_DTYPES:
-        raise InputError(f"expected one of {', '.join(ARRAY_DTYPES)}, got {shown(dtype)}", field="dtype")
+    if dtype not in FP8_ARRAY_DTYPES:
+        raise InputError(f"expected one of {', '.join(FP8_ARRAY_DTYPES)}, got {shown(dtype)}", field="dtype")
     width = ARRAY_ELEMENT_BYTES[dtype]
     if element_bytes is not None and element_bytes != width:
         raise InputError(f"{setting('dtype', dtype)} is {width}-byte elements, {setting('element-bytes')} says "

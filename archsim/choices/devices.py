@@ -18,7 +18,11 @@ TORCH_DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}  # PyT
 # 1-byte figures are an int8 MAC accumulated in int32, so the word is named int8.
 SCALESIM_DTYPE = "int8"
 ARRAY_DTYPES = (SCALESIM_DTYPE, *DTYPES)
-ARRAY_ELEMENT_BYTES = {SCALESIM_DTYPE: 1, **{name: ELEMENT_BYTES[name] for name in DTYPES}}
+# What ``cost``, ``energy``, ``gemm``, ``pipeline`` and ``schedule`` (and their API functions) take besides: fp8, one
+# GEMM or layer as train --fp8 prices its linear GEMMs on a device's arrays (its macs_per_pe rate, 1-byte words, the
+# energy table's fp8 MAC: archsim.energy.table.fp8_mac_pj); never plan's, a sweep's or bppsa's
+FP8_ARRAY_DTYPES = (*ARRAY_DTYPES, FP8)
+ARRAY_ELEMENT_BYTES = {SCALESIM_DTYPE: 1, **{name: ELEMENT_BYTES[name] for name in DTYPES}, FP8: 1}
 DEVICE_SUFFIXES = (".toml", ".cfg")  # a device file: a TOML, or a SCALE-Sim .cfg with archsim's device sections
 NCCL_FIT = "nccl"  # a device file's [links] efficiency naming NVIDIA's NCCL fit (archsim.links.A100_NVLINK) for its fabric
 GEMM_MODELS = ("tiles", "arrays")  # a device's [device] gemm: a GPU library's output tiles, or SCALE-Sim's arrays

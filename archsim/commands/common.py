@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archsim.choices.devices import ARRAY_DTYPES, SCALESIM_DTYPE
+from archsim.choices.devices import ARRAY_DTYPES, FP8_ARRAY_DTYPES, SCALESIM_DTYPE
 from archsim.choices.outputs import FORMATS
 from archsim.choices.training import HF_MODEL_TYPES
 from archsim.console import note, say_after_run, warn
@@ -75,12 +75,12 @@ def with_clock(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
 
 
 def add_array_arguments(parser: argparse.ArgumentParser, device_toml: bool = False,
-                        device_dtype: str | None = None) -> None:
+                        device_dtype: str | None = None, fp8: bool = False) -> None:
     """The array flags, the element width among them as ``--dtype`` (train's names) or ``--element-bytes``
     (any width): one set for every array command, so each reads a width the same way. ``device_toml``: the
     command's ``--config`` takes a device TOML too (``energy``), and its help says so. ``device_dtype``: the
     command also prices on a device its input names (``plan`` on a cluster's servers' GPU), in this dtype unless
-    ``--dtype`` is given, and its help says so."""
+    ``--dtype`` is given, and its help says so. ``fp8``: ``--dtype`` takes fp8 too (:func:`add_width_arguments`)."""
     parser.add_argument("--array", default=None, help="systolic array ROWSxCOLS (default: 32x32)")
     parser.add_argument("--dataflow", default=None, choices=("ws", "os", "is"),
                         help="dataflow (default: ws, or the config file's)")
@@ -88,23 +88,26 @@ def add_array_arguments(parser: argparse.ArgumentParser, device_toml: bool = Fal
             "reads them)") if device_toml else ""
     parser.add_argument("--config", default=None, metavar="FILE.cfg|FILE.toml" if device_toml else "FILE.cfg",
                         help=f"SCALE-Sim .cfg file for the array{toml} (overrides --array unless given too)")
-    add_width_arguments(parser, device_dtype)
+    add_width_arguments(parser, device_dtype, fp8)
 
 
-def add_width_arguments(parser: argparse.ArgumentParser, device_dtype: str | None = None) -> None:
+def add_width_arguments(parser: argparse.ArgumentParser, device_dtype: str | None = None, fp8: bool = False) -> None:
     """``--dtype`` (train's names and SCALE-Sim's 1-byte word: :data:`~archsim.choices.devices.ARRAY_DTYPES`) and
     ``--element-bytes`` (any width): the one definition of the element width ``cost``, ``energy``, ``gemm`` and the
     other array commands take (read by :func:`archsim.array.options.element_width`). ``device_dtype``: the default
-    on a device the command's input names, where that is not the array's (:func:`add_array_arguments`)."""
+    on a device the command's input names, where that is not the array's (:func:`add_array_arguments`). ``fp8``:
+    fp8 among the choices (:data:`~archsim.choices.devices.FP8_ARRAY_DTYPES`), for the commands that price it."""
     on_device = "" if device_dtype is None else (
         f" on an array; {device_dtype} on the device a cluster's servers name, which takes fp16, bf16 or fp32, "
         "stated in priced_on_model")
-    parser.add_argument("--dtype", default=None, choices=ARRAY_DTYPES,
+    low = ("; fp8 (1 byte: GEMMs at the device file's macs_per_pe fp8 rate, each MAC at the energy table's fp8 "
+           "figure, as train --fp8 prices its linear GEMMs)") if fp8 else ""
+    parser.add_argument("--dtype", default=None, choices=FP8_ARRAY_DTYPES if fp8 else ARRAY_DTYPES,
                         help=f"element type, by archsim train's --dtype names: {SCALESIM_DTYPE} (1-byte words as "
-                             f"SCALE-Sim counts them; default{on_device}), fp16 or bf16 (2 bytes), fp32 (4); bytes per element "
-                             "of the tensors and of the DRAM and SRAM traffic (the cycle engine's SRAMs hold KiB / "
-                             "that many words), and every per-word energy where one is priced (the energy table's "
-                             "figures at that width); stated as dtype and element_bytes in the output")
+                             f"SCALE-Sim counts them; default{on_device}), fp16 or bf16 (2 bytes), fp32 (4){low}; bytes "
+                             "per element of the tensors and of the DRAM and SRAM traffic (the cycle engine's SRAMs "
+                             "hold KiB / that many words), and every per-word energy where one is priced (the energy "
+                             "table's figures at that width); stated as dtype and element_bytes in the output")
     parser.add_argument("--element-bytes", type=positive_int, default=None,
                         help="bytes per tensor element, for a width --dtype does not name (default: --dtype's)")
 
@@ -253,7 +256,7 @@ def add_layer_cost_arguments(parser: argparse.ArgumentParser, bandwidth_flag: st
     """How pipeline and schedule cost a network's layers: the array, engine and clock flags, then
     --batch (32) and --mode (exact), in that order (their --help lists them so). Their ``--config`` takes a device
     TOML too, read as ``cost`` reads it (:func:`config_array`)."""
-    add_array_arguments(parser, device_toml=True)
+    add_array_arguments(parser, device_toml=True, fp8=True)
     add_engine_arguments(parser, bandwidth_flag=bandwidth_flag)
     add_clock_argument(parser)
     parser.add_argument("--batch", type=positive_int, default=32, help=LAYER_COST_BATCH_HELP)

@@ -25,7 +25,7 @@ from archsim.modes import MODES
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
-    add_array_arguments(parser, device_toml=True)
+    add_array_arguments(parser, device_toml=True, fp8=True)
     parser.add_argument("--batch", type=positive_int, default=32, help=f"{BATCH_HELP['cost']} (default 32)")
     parser.add_argument("--mode", default="exact", choices=MODES, help=f"{MODE_HELP} (default: exact)")
     add_engine_arguments(parser)

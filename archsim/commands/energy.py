@@ -31,7 +31,7 @@ def add_energy_table_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
-    add_array_arguments(parser, device_toml=True)
+    add_array_arguments(parser, device_toml=True, fp8=True)
     parser.add_argument("--batch", type=positive_int, default=32, help=f"{BATCH_HELP['energy']} (default 32)")
     parser.add_argument("--microbatches", type=positive_int, default=1,
                         help="run the batch as M micro-batches of batch/M (pipeline's and schedule's "

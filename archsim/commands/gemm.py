@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, metavar="FILE.cfg|FILE.toml",
                         help="SCALE-Sim .cfg: array, dataflow, SRAMs and DRAM bandwidths (flags override); or a "
                              "device TOML (train's device file: one of its arrays, read as cost and energy read it)")
-    add_width_arguments(parser)
+    add_width_arguments(parser, fp8=True)
     parser.add_argument("--shapes", metavar="FILE.csv", help=f"CSV with columns {','.join(SHAPE_COLUMNS)} (each row its own array; "
                                                           "--config gives the SRAMs, bandwidth and clock)")
     parser.add_argument("--ofmap-count", default="scalesim", choices=OFMAP_COUNTS,

@@ -138,12 +138,15 @@ def figures_meta(config: str | Path | None) -> dict[str, dict[str, float]]:
 
 
 def energies_for(array: ArrayConfig, name: str | Path | None = None,
-                 config: str | Path | None = None) -> tuple[EnergyTable, AccessEnergies]:
+                 config: str | Path | None = None, dtype: str | None = None) -> tuple[EnergyTable, AccessEnergies]:
     """(table, per-event energies in pJ) for ``array``: :func:`table_for`, then the .cfg's ``[energy]``
-    figure overrides — what ``archsim cost --energy`` and ``archsim energy`` price with."""
+    figure overrides — what ``archsim cost --energy`` and ``archsim energy`` price with; ``dtype`` fp8: each MAC
+    an fp8 one (:func:`~archsim.energy.table.access_energies`)."""
+    from archsim.choices.devices import FP8
+
     cfg = read_cfg_energy(config) if config else None
     table = table_for(name, config)
-    return table, access_energies(array, table, cfg.overrides if cfg else None)
+    return table, access_energies(array, table, cfg.overrides if cfg else None, fp8=dtype == FP8)
 
 
 __all__ = ["CfgEnergy", "cfg_table", "energies_for", "energy_key_error", "energy_section", "figures_meta", "read_cfg_energy",

@@ -252,10 +252,15 @@ def accumulator_bits(element_bytes: int) -> int:
 
 
 def access_energies(array: ArrayConfig, table: EnergyTable | None = None,
-                    overrides: dict[str, float] | None = None) -> AccessEnergies:
-    """Per-event energies of ``array`` from ``table`` (default :data:`DEFAULT_TABLE`), then ``overrides``."""
+                    overrides: dict[str, float] | None = None, *, fp8: bool = False) -> AccessEnergies:
+    """Per-event energies of ``array`` from ``table`` (default :data:`DEFAULT_TABLE`), then ``overrides``. ``fp8``:
+    the array's GEMMs run fp8 (the array commands' ``--dtype fp8``): each MAC at :func:`fp8_mac_pj`, the lookup
+    train's fp8 GEMMs take (:func:`fp8_gemm_energies`), the words at the array's width (1 byte); refused in one line
+    where the table has no fp8 MAC figure and ``overrides`` states no ``mac_pj``."""
     table = table or load_table()
     mac_pj, _, vector_pj = table.at_width(array.element_bytes, "the energy model")
+    if fp8:
+        mac_pj = fp8_mac_figure(table, overrides)
     bits = 8 * array.element_bytes
 
     def sram(kib: int) -> float:
@@ -291,6 +296,17 @@ def fp8_mac_pj(table: EnergyTable) -> float | None:
         return None
     int_add_pj = table.fused[FUSED_KEYS.index("int_pj")]
     return max(table.mac_pj[1] - int_add_pj, 0.0) + table.vector_pj[4]
+
+
+def fp8_mac_figure(table: EnergyTable, overrides: Mapping[str, float] | None = None) -> float:
+    """An fp8 MAC's pJ for the array commands' ``--dtype fp8``: :func:`fp8_mac_pj` (``overrides``' ``mac_pj``, a
+    file's ``[energy]``, replaces it after, as at every width), or InputError naming what the table lacks."""
+    mac = fp8_mac_pj(table)
+    if mac is None and "mac_pj" not in (overrides or {}):
+        raise InputError(f"energy table {table.name!r} has no fp8 MAC figure (an fp8 MAC is its 1-byte MAC with a "
+                         "4-byte [vector] add: it needs both); give a table with them, or state mac_pj in the "
+                         "file's [energy]", field="dtype")
+    return 0.0 if mac is None else mac
 
 
 def fp8_gemm_energies(energies: AccessEnergies, element_bytes: int, table: EnergyTable,
