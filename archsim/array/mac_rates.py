@@ -12,13 +12,16 @@ itself, SCALE-Sim's cost exactly. Operands and HBM bytes stay the real GEMM's.""
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from archsim.choices.devices import DTYPES, FP8
 from archsim.errors import InputError
 from archsim.validate import shown
 from archsim.value_parsers import parse_float
+
+if TYPE_CHECKING:  # numpy only where a GEMM is packed: a device file's checks run under --help's parsers
+    import numpy as np
+    import numpy.typing as npt
 
 MAC_DTYPES = (*DTYPES, FP8)  # the dtypes archsim's GEMMs run in on a device's arrays: what macs_per_pe may name
 MAX_MAC_RATE = 64  # MACs per PE per cycle: above any array's packing (int4 on a 16-bit PE is 4); 1/64 the least
@@ -113,6 +116,8 @@ def rate_hint(dtype: str, ratio: float, tolerance: float) -> str:
 def packed_k(k: npt.ArrayLike, rate: float) -> np.ndarray:
     """The reduction depth a GEMM of depth ``k`` runs at ``rate`` MACs per PE per cycle (module docstring): ⌈k / r⌉
     for a whole r, k · q for r = 1 / q; ``k`` itself at rate 1. Elements in, reduction steps out (int64)."""
+    import numpy as np
+
     k = np.asarray(k, dtype=np.int64)
     if rate >= 1:
         whole = int(round(rate))
