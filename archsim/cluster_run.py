@@ -77,12 +77,13 @@ def granularity_note(args: Any, stats: Any) -> str:
     over = f" (means over its {mine.runs} seeds)" if mine.runs > 1 else ""
     gains = [f"{row.jigsaw_gain_makespan_pct_mean:.3g}% below {row.policy}'s" for row in stats.itertuples()
              if row.policy != "jigsaw" and "jigsaw_gain_makespan_pct_mean" in stats]
-    this = (f"In this run{over} {policy} migrates a worker in {mine.migrations_per_iteration_mean:.2g} of all "
-            "iterations" + (f", and Jigsaw's makespan is {' and '.join(gains)}." if gains else "."))
+    this = (f"In this run{over} {policy} makes {mine.migrations_per_iteration_mean:.2g} worker migrations per "
+            "iteration (a job's migrations ÷ its iterations, averaged over jobs: above 1 where several workers move at "
+            "once)" + (f", and Jigsaw's makespan is {' and '.join(gains)}." if gains else "."))
     return (f"{unit} The unit decides how often a worker can lose its device to another job, and each move's "
             f"γ × model size ({args.gamma_ns_per_byte:g} ns/byte) idles the device. {this} For comparison, measured on "
             "the default synthetic trace (500 jobs, 45 GPUs, seeds 0–4; docs/papers/jigsaw.md) at both units: planning "
-            "every iteration migrates in 0.49 of all iterations against 0.0098 in 10 s blocks, and Jigsaw's makespan "
+            "every iteration makes 0.49 worker migrations per iteration against 0.0098 in 10 s blocks, and Jigsaw's makespan "
             "gain falls from ≈25% (10 s blocks) to 4–6% over Gandiva and Tiresias; see the migration and utilization "
             "figures.")
 

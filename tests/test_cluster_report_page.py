@@ -76,7 +76,7 @@ def test_the_page_shows_ten_columns_where_the_csv_keeps_its_30(tmp_path, capsys)
 def note_figures(page: str) -> tuple[float, dict[str, float]]:
     """The note's migrations per iteration of this run and Jigsaw's makespan gains, as it states them."""
     text = page.replace("&#x27;", "'")
-    migrations = float(re.search(r"In this run.*? migrates a worker in ([\d.e-]+) of all iterations", text)[1])
+    migrations = float(re.search(r"In this run.*? makes ([\d.e-]+) worker migrations per iteration", text)[1])
     gains = {name: float(value) for value, name in re.findall(r"([-\d.e]+)% below (\w+)'s", text)}
     return migrations, gains
 
