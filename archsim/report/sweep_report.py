@@ -266,6 +266,13 @@ def _section(title: str, body: str, command: str, mode: str) -> str:
 MODE_WORDS = {"paper": "paper mode: LayerPipe's lowering, δ of every layer costed as a dense convolution at full "
                        "input resolution",
               "exact": "exact mode: the lowering training does, stride-aware δ and none for the first layer"}
+# What each partitioner of a sweep is, said on the page: the legends name the methods alone, and "gpipe" reads as GPipe's
+# own partitioner, which balances the stages' costs, where the sweep's splits the layers by count
+METHOD_WORDS = {"layerpipe": "LayerPipe's Algorithm 1 (balanced stages, δ borrowed and split)",
+                "pipedream": "PipeDream's optimizer (the best contiguous split of whole layers)",
+                "gpipe": "equal layer counts per processor, in order (LayerPipe's GPipe baseline; not balanced by "
+                         "cost, as GPipe's own partitioner is)",
+                "ooo": "the out-of-order backprop paper's ⌈L/P⌉ consecutive layers per processor"}
 ENGINE_WORDS = {"analytic": "the analytic array engine (closed-form compute cycles, no memory stalls)",
                 "cycle": "the cycle engine (SRAM and DRAM bandwidth stalls included)"}
 
@@ -285,9 +292,16 @@ def model_intro(results: pd.DataFrame, results_path: str, engine: str | None, or
     over = f"over {len(names)} network{'s' * (len(names) != 1)} and {len(kinds)} method{'s' * (len(kinds) != 1)}"
     return (f"<p>{len(results)} configurations {over} from <code>{esc(results_path)}</code>: {networks}; {listed}. "
             f"Model: {model}. Cycles are array clock cycles; speedup is one processor's cycles over the pipeline's "
-            "iteration cycles. The modes and engines: docs/concepts.md (\"Lowering: paper and exact modes\", "
+            f"iteration cycles.{method_words(kinds)} The modes and engines: docs/concepts.md (\"Lowering: paper and exact modes\", "
             "\"Sweeps and reports\"); the paper's numbers: docs/papers/layerpipe.md."
             + (f" {esc(skipped[0].upper() + skipped[1:])}." if skipped else "") + "</p>")
+
+
+def method_words(methods: Sequence[str]) -> str:
+    """The sentence naming what each of the page's methods is (" Methods: gpipe: equal layer counts …"), empty where
+    none has words (a method unknown here is left unsaid, never guessed)."""
+    said = [f"{esc(m)}: {esc(METHOD_WORDS[m])}" for m in methods if m in METHOD_WORDS]
+    return f" Methods: {'; '.join(said)}." if said else ""
 
 
 Section = tuple[str, go.Figure | str, str]  # a section's title, its figure or markup, the command that redraws it
