@@ -38,3 +38,15 @@ def test_only_the_methods_on_the_page_are_described():
     assert "pipedream: PipeDream's optimizer" in intro
     assert "gpipe:" not in intro and "layerpipe:" not in intro
     assert "Methods:" not in text(model_intro(rows(["a"]), "r.csv", None))  # a method unknown here: nothing said
+
+
+def test_layerpipe_is_described_with_the_settings_its_rows_ran():
+    """A spec's alpha and split_axes change LayerPipe's numbers (channels alone cannot split layerpipe_sample's
+    conv1 δ: docs/papers/layerpipe.md); the page said them only in a Gantt chart's command."""
+    results = rows(["layerpipe", "pipedream"]).assign(alpha=[1.01, None], split_axes=["channels+reduction", None])
+    intro = text(model_intro(results, "r.csv", None))
+    assert "Algorithm 1 (balanced stages, δ borrowed and split) [α = 1.01, δ split along channels/reduction];" in intro
+    assert "pipedream: PipeDream's optimizer (the best contiguous split of whole layers)." in intro  # no settings
+    two = results.assign(alpha=[1.001, None]).iloc[[0, 0, 1]].reset_index(drop=True)
+    two.loc[1, "alpha"] = 1.05
+    assert "[α = 1.001 or 1.05, δ split along channels/reduction]" in text(model_intro(two, "r.csv", None))
