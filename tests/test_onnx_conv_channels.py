@@ -24,8 +24,8 @@ def conv(channels: int, w: tuple[int, ...], group: int = 1, op: str = "Conv", ou
 
 @pytest.mark.parametrize("made, said", [
     (conv(4, (16, 3, 3, 3)), "input has 4 channels, the weight [16, 3, 3, 3] expects 3"),
-    (conv(16, (16, 2, 3, 3), group=4), "input has 16 channels, the weight [16, 2, 3, 3] expects 8 "
-                                       "(2 per group × 4 groups)"),
+    (conv(16, (16, 2, 3, 3), group=4), ("input has 16 channels, the weight [16, 2, 3, 3] expects 8 "
+                                        "(2 per group × 4 groups)")),
 ])
 def test_a_weight_of_other_input_channels_is_refused_naming_both(made, said):
     onnx.checker.check_model(made, full_check=True)  # what ONNX itself lets through

@@ -273,7 +273,7 @@ METHOD_WORDS = {"layerpipe": "LayerPipe's Algorithm 1 (balanced stages, δ borro
                 "gpipe": "equal layer counts per processor, in order (LayerPipe's GPipe baseline; not balanced by "
                          "cost, as GPipe's own partitioner is)",
                 "ooo": "the out-of-order backprop paper's ⌈L/P⌉ consecutive layers per processor",
-                "layerpipe (gainful)": "the same with --borrow gainful (a moved δ sent back wherever that leaves the "
+                "layerpipe (gainful)": "the same with borrow gainful (a moved δ sent back home wherever that leaves the "
                                        "iteration no higher)"}
 ENGINE_WORDS = {"analytic": "the analytic array engine (closed-form compute cycles, no memory stalls)",
                 "cycle": "the cycle engine (SRAM and DRAM bandwidth stalls included)"}
