@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archsim.choices.partitions import (
     BORROW_PAPER,
@@ -38,6 +38,9 @@ from archsim.planners import PARTITIONERS, fewer_processors_note, idle_processor
 from archsim.seconds import add_seconds
 from archsim.validate import check_job_size
 from archsim.value_parsers import float_flag, positive_float_flag, processors_flag
+
+if TYPE_CHECKING:
+    from archsim.partition.result import Partition
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -161,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
     elif plan.method == "layerpipe":  # the defaults that decide Algorithm 1's plan, said rather than implied
         meta["settings"] = f"Algorithm 1: alpha {options['alpha']:g}; δ split axes {','.join(options['axes'])}" + (
             f"; borrow {options['borrow']}" if options["borrow"] != BORROW_PAPER else "")
+    elif plan.method in ("gpipe", "ooo"):  # a split by layer count, which the table alone does not say
+        meta["settings"] = count_split_words(plan)
     if args.dfg:
         write_dfg(args.dfg, plan, profile, dict(meta))
     from archsim.partition.profile import unstashed_layers
@@ -343,3 +348,11 @@ def lent_slower(plan, schedule: str) -> list[int]:
 
 
 COMMAND = Command("pipeline", "partition a network over processors (layerpipe, pipedream, gpipe, ooo)", add_arguments, run)
+
+
+def count_split_words(plan: Partition) -> str:
+    """gpipe's and ooo's split in words: both place layers by count, not by cost (GPipe's own partitioner balances
+    the stages' costs), so a reader of the table is told so: ``equal layer counts (4,3,3,3), not balanced by cost``."""
+    counts = ",".join(str(len(stage.layers)) for stage in plan.stages)
+    rule = "equal layer counts" if plan.method == "gpipe" else "⌈L/P⌉ consecutive layers a processor"
+    return f"{rule} ({counts}), in order, not balanced by cost"

@@ -266,6 +266,15 @@ def _section(title: str, body: str, command: str, mode: str) -> str:
 MODE_WORDS = {"paper": "paper mode: LayerPipe's lowering, δ of every layer costed as a dense convolution at full "
                        "input resolution",
               "exact": "exact mode: the lowering training does, stride-aware δ and none for the first layer"}
+# What each partitioner of a sweep is, said on the page: the legends name the methods alone, and "gpipe" reads as GPipe's
+# own partitioner, which balances the stages' costs, where the sweep's splits the layers by count
+METHOD_WORDS = {"layerpipe": "LayerPipe's Algorithm 1 (balanced stages, δ borrowed and split)",
+                "pipedream": "PipeDream's optimizer (the best contiguous split of whole layers)",
+                "gpipe": "equal layer counts per processor, in order (LayerPipe's GPipe baseline; not balanced by "
+                         "cost, as GPipe's own partitioner is)",
+                "ooo": "the out-of-order backprop paper's ⌈L/P⌉ consecutive layers per processor",
+                "layerpipe (gainful)": "the same with borrow gainful (a moved δ sent back home wherever that leaves the "
+                                       "iteration no higher)"}
 ENGINE_WORDS = {"analytic": "the analytic array engine (closed-form compute cycles, no memory stalls)",
                 "cycle": "the cycle engine (SRAM and DRAM bandwidth stalls included)"}
 
@@ -285,9 +294,33 @@ def model_intro(results: pd.DataFrame, results_path: str, engine: str | None, or
     over = f"over {len(names)} network{'s' * (len(names) != 1)} and {len(kinds)} method{'s' * (len(kinds) != 1)}"
     return (f"<p>{len(results)} configurations {over} from <code>{esc(results_path)}</code>: {networks}; {listed}. "
             f"Model: {model}. Cycles are array clock cycles; speedup is one processor's cycles over the pipeline's "
-            "iteration cycles. The modes and engines: docs/concepts.md (\"Lowering: paper and exact modes\", "
+            f"iteration cycles.{method_words(kinds, results)} The modes and engines: docs/concepts.md (\"Lowering: paper and exact modes\", "
             "\"Sweeps and reports\"); the paper's numbers: docs/papers/layerpipe.md."
             + (f" {esc(skipped[0].upper() + skipped[1:])}." if skipped else "") + "</p>")
+
+
+def method_words(methods: Sequence[str], results: pd.DataFrame | None = None) -> str:
+    """The sentence naming what each of the page's methods is (" Methods: gpipe: equal layer counts …"), empty where
+    none has words (a method unknown here is left unsaid, never guessed); LayerPipe's with the settings its rows ran
+    (α, the δ split axes: results.csv's ``alpha`` and ``split_axes``), which change its numbers and were on the page
+    only in a Gantt chart's command."""
+    settings = layerpipe_settings(results) if results is not None else ""
+    said = [f"{esc(m)}: {esc(METHOD_WORDS[m])}{esc(settings) if m.startswith('layerpipe') else ''}"
+            for m in methods if m in METHOD_WORDS]
+    return f" Methods: {'; '.join(said)}." if said else ""
+
+
+def layerpipe_settings(results: pd.DataFrame) -> str:
+    """`` [α = 1.001, δ split along channels/reduction/rows]``: the values LayerPipe's rows ran with (several
+    joined by "or"), empty where results.csv has no such columns (older folders) or no LayerPipe row."""
+    rows = results[results["method"].astype(str).str.startswith("layerpipe")]
+    parts = []
+    for column, word in (("alpha", "α = "), ("split_axes", "δ split along ")):
+        if column in rows.columns and rows[column].notna().any():
+            values = [f"{v:g}" if isinstance(v, float) else str(v).replace("+", "/")
+                      for v in dict.fromkeys(rows[column].dropna())]
+            parts.append(word + " or ".join(values))
+    return f" [{', '.join(parts)}]" if parts else ""
 
 
 Section = tuple[str, go.Figure | str, str]  # a section's title, its figure or markup, the command that redraws it

@@ -309,6 +309,14 @@ class _Importer:
         stride, pads, dilation = ops.spatial(node, attrs, name, size=(h, w), kernel=(weight[2], weight[3]))
         groups = int(attrs.get("group", 1))
         transposed = node.op_type == "ConvTranspose"
+        # the weight's input channels (Conv: (M, C / group, kH, kW); ConvTranspose: (C, M / group, kH, kW)) must be
+        # the input's: ONNX's shape inference does not check it, and the layer would be costed on the input's
+        # channels with weights the model does not have
+        expected = weight[0] if transposed else weight[1] * groups
+        if expected != c:
+            per_group = f" ({weight[1]} per group × {groups} groups)" if groups > 1 and not transposed else ""
+            raise InputError(f"node {name!r} (op {node.op_type}): input has {c} channels, the weight "
+                             f"{list(weight)} expects {expected}{per_group}", field="shape")
         if transposed and len(set(pads)) > 1:  # its pads crop the output: no padded input to fold them into
             raise ops.unsupported_node(node, name, f"pads={list(pads)}: a transposed convolution's padding must be "
                                                f"symmetric")
