@@ -15,7 +15,8 @@ SMs, the tile's operand feed, split-K, the HBM roofline, the epilogue, one launc
   (:data:`archsim.training.fitted.A100_KERNELS`).
 * **fp8 operands** (an op's ``gemm_dtype``: a linear layer's GEMMs under ``--fp8``, :mod:`archsim.training.fp8_ops`):
   the same tensor tiles at the device's fp8 peak, 1 byte an operand, C written in the training dtype, with the
-  training dtype's constants (on a device's arrays, their own rate at 1 byte an operand).
+  training dtype's constants (on a device's arrays, their own rate at 1 byte an operand, C's HBM bytes at the training
+  dtype's too: :func:`array_gemm_hbm_bytes`'s ``out_bytes``).
 * **a device whose ``gemm`` is ``arrays``** (an accelerator's device file, :mod:`archsim.devices.device`):
   each GEMM's folds, costed exactly as SCALE-Sim costs them on one array, dealt to the arrays in
   ⌈folds · count / arrays⌉ waves of one fold's cycles (a ws or is GEMM of fewer folds than arrays split
@@ -179,7 +180,8 @@ def gemm_path(device: Device, dtype: str, constants: KernelConstants) -> GemmPat
 
 
 def array_gemm_seconds(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, count: npt.ArrayLike, device: Device,
-                       constants: KernelConstants, element_bytes: int = 2, dtype: str = "fp16") -> np.ndarray:
+                       constants: KernelConstants, element_bytes: int = 2, dtype: str = "fp16",
+                       out_bytes: int | None = None) -> np.ndarray:
     """Seconds of each batched GEMM on a device's arrays (the lanes for fp32 where it has them):
     the ``count`` GEMMs' folds dealt together in waves over the arrays, each wave one fold's SCALE-Sim
     cycles (:func:`archsim.devices.array_waves.array_gemm_cycles`; split-K where the device has it on,
@@ -188,7 +190,8 @@ def array_gemm_seconds(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, cou
     exactly), its reduction run at the dtype's MACs per PE per cycle (``Device.macs_per_pe``: (m, ⌈k / r⌉, n),
     :func:`archsim.array.mac_rates.packed_k`; the GEMM itself at 1), vs its HBM traffic, plus one launch. The
     traffic: each operand once, (m·k + k·n + m·n) · count elements, or with ``Device.dram_traffic`` ``"scalesim"`` the words SCALE-Sim's memory model moves for each
-    array's sub-GEMM (:func:`archsim.devices.array_dram.gemm_dram_words`, × count), at ``element_bytes`` each."""
+    array's sub-GEMM (:func:`archsim.devices.array_dram.gemm_dram_words`, × count), at ``element_bytes`` each, C's at
+    ``out_bytes`` (None: ``element_bytes``; :func:`array_gemm_hbm_bytes`)."""
     from archsim.array.mac_rates import packed_k
     from archsim.devices.array_waves import array_gemm_cycles, indexed_cycles  # only devices built of arrays
 
@@ -199,28 +202,33 @@ def array_gemm_seconds(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, cou
     shape = np.broadcast(m, k, n, count).shape
     cycles = indexed_cycles(gemm).reshape(shape)
     compute = cycles.astype(np.float64) / (units.clock_hz * constants.gemm)
-    traffic = array_gemm_hbm_bytes(m, k, n, count, device, element_bytes, dtype) / (
+    traffic = array_gemm_hbm_bytes(m, k, n, count, device, element_bytes, dtype, out_bytes) / (
         device.hbm_bytes_per_s * constants.gemm_memory)  # GEMM traffic's own fraction, as on tiles
     return np.maximum(compute, traffic) + constants.launch_s
 
 
 def array_gemm_hbm_bytes(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, count: npt.ArrayLike, device: Device,
-                         element_bytes: int = 2, dtype: str = "fp16") -> np.ndarray:
+                         element_bytes: int = 2, dtype: str = "fp16", out_bytes: int | None = None) -> np.ndarray:
     """HBM bytes of each batched GEMM on a device's arrays (float64, of the broadcast shape), the traffic
-    :func:`array_gemm_seconds` sets its waves against: each operand and the result once, (m·k + k·n + m·n) · count
-    elements, or with ``Device.dram_traffic`` ``"scalesim"`` the words SCALE-Sim's memory model moves for each array's
-    dealt sub-GEMM (:func:`archsim.devices.array_dram.gemm_dram_words`, × count), at ``element_bytes`` each. The one
-    count: the cycle engine's chip seconds are floored at it too (:func:`archsim.chip_time.chip_seconds`)."""
+    :func:`array_gemm_seconds` sets its waves against: each operand and the result once, (m·k + k·n) · count operand
+    elements and m·n · count result elements, or with ``Device.dram_traffic`` ``"scalesim"`` the words SCALE-Sim's
+    memory model moves for each array's dealt sub-GEMM (:func:`archsim.devices.array_dram.gemm_dram_words`: ifmap and
+    filter reads, ofmap writes; × count); operands at ``element_bytes`` each, the result C at ``out_bytes`` (None:
+    ``element_bytes``): an fp8 GEMM under ``train --fp8`` reads 1-byte A and B and writes C in the training dtype, as
+    Transformer Engine does and the tile path counts it. The one count: the cycle engine's chip seconds are floored at
+    it too (:func:`archsim.chip_time.chip_seconds`)."""
     m, k, n, count = (np.asarray(x, dtype=np.int64) for x in (m, k, n, count))
     shape = np.broadcast(m, k, n, count).shape
+    out = element_bytes if out_bytes is None else out_bytes
     if device.dram_traffic == "scalesim":
         from archsim.devices.array_dram import gemm_dram_words
 
-        words = gemm_dram_words(m, k, n, count, device, dtype, element_bytes).sum(axis=1).reshape(shape)
-        elements = (words * np.broadcast_to(count, shape)).astype(np.float64)
+        words = gemm_dram_words(m, k, n, count, device, dtype, element_bytes)
+        operands, result = (x.reshape(shape) for x in (words[:, 0] + words[:, 1], words[:, 2]))
     else:
-        elements = ((m * k + k * n + m * n) * count).astype(np.float64)
-    return elements * element_bytes
+        operands, result = np.broadcast_to(m * k + k * n, shape), np.broadcast_to(m * n, shape)
+    times = np.broadcast_to(count, shape)
+    return (operands * times).astype(np.float64) * element_bytes + (result * times).astype(np.float64) * out
 
 
 def array_op_hbm_bytes(ops: Sequence[TrainingOp], device: Device, dtype: str, element_bytes: int) -> np.ndarray:
@@ -297,7 +305,7 @@ def _gemm_terms(ops: Sequence[TrainingOp], device: Device, tiles: KernelConstant
     gemm = np.zeros(len(ops))
     if owner.size:
         fused = np.fromiter((op.fused for op in ops), dtype=bool, count=len(ops))
-        plain = array_gemm_seconds(m, k, n, count, device, tiles, size, dtype)
+        plain = array_gemm_seconds(m, k, n, count, device, tiles, size, dtype, out_size)
         inside = plain - tiles.launch_s  # its own traffic is counted once more below: max, not sum
         np.add.at(gemm, owner, np.where(fused[owner], inside, plain))
     return gemm
