@@ -327,10 +327,10 @@ CLI_BREAKS = {
     "gemm": [("--m", ("-1", "1.5", "x")), ("--n", ("-1", "x")), ("--array", ("0x4", "axb"))],
     "pipeline": [("--processors", COUNT), ("--microbatches", COUNT), ("--batch", COUNT),
                  ("--alpha", ("-1", "nan", "inf", "x")), ("--method", ("bogus",)),
-                 ("--dtype", ("fp8", "", "FP16")), ("--element-bytes", COUNT)],
+                 ("--dtype", ("fp4", "", "FP16")), ("--element-bytes", COUNT)],  # fp8 runs on arrays since 2026-12-05
     "schedule": [("--processors", COUNT), ("--microbatches", COUNT + ("2147483647",)), ("--bandwidth", RATE),
                  ("--comm", ("-1", "nan", "inf", "1e-320", "x")),
-                 ("--comm-units", ("-1", "nan", "inf", "x")), ("--dtype", ("fp8", "", "FP16"))],
+                 ("--comm-units", ("-1", "nan", "inf", "x")), ("--dtype", ("fp4", "", "FP16"))],
     "plan": [("--microbatches", COUNT), ("--seed", ("-1", "x", "1.5")), ("--clock-ghz", RATE + ("1e-320",)),
              ("--dtype", ("fp8", "", "FP16"))],
     "cluster": [("--jobs", COUNT), ("--gpus", COUNT), ("--seed", ("-1", "x")), ("--unit-seconds", SIZE),
