@@ -44,6 +44,18 @@ class PieceCost:
     recompute_communication: float = 0.0  # of recompute: the collectives (CP's exchange too) a full one runs again
 
     @property
+    def stage_forward(self) -> float:
+        """Seconds this piece adds to a stage's F per micro-batch: its forward and the TP, CP and EP collectives in it
+        (:class:`~archsim.policies.stage_profile.StageProfile`'s ``forward``; its W is :attr:`backward_weight`)."""
+        return self.forward + self.tp_forward + self.cp_forward + self.ep_forward
+
+    @property
+    def stage_backward_input(self) -> float:
+        """Seconds this piece adds to a stage's I per micro-batch: δ, any recompute and the backward's TP, CP and EP
+        collectives (:class:`~archsim.policies.stage_profile.StageProfile`'s ``backward_input``)."""
+        return self.backward_input + self.recompute + self.tp_backward + self.cp_backward + self.ep_backward
+
+    @property
     def host_bound(self) -> float:
         """Seconds of this piece's compute (forward, δ, weight gradients) that are host issue time beyond the GPU's."""
         return self.host_forward + self.host_backward

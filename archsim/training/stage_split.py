@@ -92,7 +92,7 @@ def node_ops(name: str, pieces: dict[str, PieceCost], kind: str = LAYER) -> tupl
     recompute in a layer's I: together :func:`piece_seconds`; a layer's from its ``kind``'s piece."""
     piece = pieces[kind if name.startswith(LAYER) else name]
     redo = piece.recompute  # the head's: its MTP modules' (mtp.py); the embedding's none
-    return (PlacedOp(name, "F", piece.forward + piece.tp_forward + piece.cp_forward + piece.ep_forward),
+    return (PlacedOp(name, "F", piece.stage_forward),
             PlacedOp(name, "G", piece.backward_weight),
             PlacedOp(name, "D", piece.backward_input + piece.tp_backward + piece.cp_backward + piece.ep_backward
                      + redo))

@@ -26,7 +26,8 @@ from archsim.workload.transformer import TransformerConfig
 def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
                 pieces: dict[str, PieceCost]) -> StageProfile:
     """Each virtual stage's F, I, W seconds per micro-batch on ``machine`` (its layers' pieces, each its kind's, the
-    embedding on the first, the head on the last; TP collectives and recompute included), as the
+    embedding on the first, the head on the last; each piece's :attr:`~PieceCost.stage_forward`,
+    :attr:`~PieceCost.stage_backward_input` and ``backward_weight``: its collectives and recompute included), as the
     schedules' one per-stage record: ``comm`` the slowest hop, ``boundary_comm`` each boundary's. W
     includes the stage's share of an unfused gradient accumulation
     (:func:`~archsim.training.grad_accumulation.per_microbatch_seconds`); with fp8 F and I the chunk's delayed
@@ -41,16 +42,16 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
         f = i = w = 0.0
         for kind, k in kinds:
             layer = pieces[kind]
-            f += k * (layer.forward + layer.tp_forward + layer.cp_forward + layer.ep_forward)
-            i += k * (layer.backward_input + layer.recompute + layer.tp_backward + layer.cp_backward + layer.ep_backward)
+            f += k * layer.stage_forward
+            i += k * layer.stage_backward_input
             w += k * layer.backward_weight
         w += per_microbatch_seconds(c, par, machine, n, j == 0, j == chunks - 1, dict(kinds).get(DENSE, 0))
         scale_f, scale_b = scaling_seconds(c, par, machine, n)  # fp8's amax reduction and scale update, per chunk
         f, i = f + scale_f, i + scale_b
         for piece, on in ((emb, j == 0), (head, j == chunks - 1)):
             if on:  # the head's MTP modules (mtp.py) recompute and run all-to-alls as the layers do
-                f += piece.forward + piece.tp_forward + piece.ep_forward
-                i += piece.backward_input + piece.recompute + piece.tp_backward + piece.ep_backward
+                f += piece.stage_forward
+                i += piece.stage_backward_input
                 w += piece.backward_weight
         fwd.append(f)
         bin_.append(i)
