@@ -165,7 +165,7 @@ def train_sweep(model: Model, *, sweep: str | Sequence[str] | Mapping[str, objec
     defaults = {"global_batch": object(), **_DEFAULTS}  # global_batch is required: always given, as --global-batch
     swept = [setting(key) for key, _ in axes if given[key] != defaults[key]]
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
-        config_dtype_note(config, grid.cluster.dtype)
+        config_dtype_note(config, grid.cluster.dtype, model=model)
     for note in (*grid.warnings, seq_note(model, config, noted_seq(axes, n.seq)), unread_note(model), grid.skipped,
                  grid.sequence_parallel_off,
                  dtype_note,

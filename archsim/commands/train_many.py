@@ -53,7 +53,7 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
     for line in grid.warnings:
         warn(line)
     note_default_seq(config, args.model, noted_seq(axes, args.seq))  # a seq axis sets every point's
-    dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
+    dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype, model=args.model)
     for text in (grid.skipped, grid.sequence_parallel_off, dtype_note, padding_note(config), grid.short_pipelines,
                  selective_flash_points_note(rows)):  # every point's: noted once
         if text:
@@ -131,7 +131,7 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
             note(line)
     # as one iteration's notes; vTrain's rows set their own sequence length: no note on MODEL's (read_runs: ≥ 1 row)
     note_default_seq(config, args.model, args.seq if rows[0].shape is None else config.seq)
-    dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
+    dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype, model=args.model)
     if dtype_note:
         note(dtype_note)
     note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
