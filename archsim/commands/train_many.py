@@ -28,6 +28,7 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
     from archsim.training.sweep import check_sweep_size
     from archsim.training.sweep_run import (
         noted_seq,
+        refused_points_lines,
         run_grid,
         selective_flash_points_note,
         sweep_axes,
@@ -61,6 +62,9 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
     note_unread_cluster_keys(cluster, "train", points=rows)  # the run done: notes never precede an error line
     if swept:
         note(swept_note(swept))
+    if args.format == "table":  # a refused point's row is nan across: say which and why (JSON, csv: its error cell)
+        for line in refused_points_lines(rows, grid.meta["axes"]):
+            warn(line)
     if args.format == "table" and len({row["gpus"] for row in rows}) == 1:  # one count: the table leaves it out
         rows = [{k: v for k, v in row.items() if k != "gpus"} for row in rows]
     rows = {"csv": csv_rows, "table": table_rows}.get(args.format, list)(rows)  # the compute split: JSON's object
