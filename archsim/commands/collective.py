@@ -7,10 +7,10 @@ from __future__ import annotations
 import argparse
 
 from archsim.choices.collectives import DEFAULT_NBYTES, GROUP_KINDS
+from archsim.collective_units import nbytes_flag as _bytes
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.commands.list_flag import ListFlag
-from archsim.collective_units import nbytes_flag as _bytes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
