@@ -45,7 +45,8 @@ class SweepResult(TableResult):
         from archsim.rows import Rows
         from archsim.training.table_lines import csv_rows
 
-        return csv_frame(Rows.of(csv_rows(self.document["rows"])), self.document["meta"])
+        document = self.to_dict()
+        return csv_frame(Rows.of(csv_rows(document["rows"])), document["meta"])
 
     def _headline(self) -> str:
         meta = self.document["meta"]
