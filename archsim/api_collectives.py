@@ -19,12 +19,12 @@ if TYPE_CHECKING:
 
 
 def _bytes(value: object) -> float:
-    """``nbytes``: a finite number of bytes above 0 (an int, a float such as 1e9, or its text)."""
+    """``nbytes``: a whole number of bytes above 0 (an int, an integral float such as 1e9, or its text)."""
+    from archsim.collective_units import parse_nbytes
     from archsim.errors import InputError
-    from archsim.value_parsers import parse_float
 
     try:
-        return parse_float(value, low=0.0, high=2.0**53, low_open=True, what="a number of bytes")
+        return parse_nbytes(value)
     except ValueError as exc:
         raise InputError(str(exc), field="nbytes") from None
 

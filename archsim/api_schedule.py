@@ -5,7 +5,6 @@ flags' names, run by the command's own :func:`archsim.policies.schedule_run.run_
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,6 +22,7 @@ from archsim.api_keywords import (
     user_stacklevel,
 )
 from archsim.console import library_note, said_after
+from archsim.read_only import plain
 from archsim.validate import flag_text
 
 if TYPE_CHECKING:
@@ -52,15 +52,22 @@ class ScheduleResult:
     timeline: Timeline | None = field(repr=False)
     order: StageOrder | None = field(default=None, repr=False)
 
+    def __post_init__(self) -> None:
+        """The row and the meta frozen all the way down, as every API result's document (:mod:`archsim.read_only`)."""
+        from archsim.read_only import read_only
+
+        object.__setattr__(self, "_row", read_only(self._row))
+        object.__setattr__(self, "_meta", read_only(self._meta))
+
     @property
     def row(self) -> dict:
-        """The one row ``archsim schedule`` prints (a copy)."""
-        return copy.deepcopy(self._row)
+        """The one row ``archsim schedule`` prints (an editable copy)."""
+        return plain(self._row)
 
     @property
     def meta(self) -> dict:
-        """What the row was computed on, the meta ``archsim schedule`` prints above it (a copy)."""
-        return copy.deepcopy(self._meta)
+        """What the row was computed on, the meta ``archsim schedule`` prints above it (an editable copy)."""
+        return plain(self._meta)
 
     def __repr__(self) -> str:
         """One line, the row's figures and what they were run on (a notebook shows a cell's value by its repr; the
@@ -74,7 +81,7 @@ class ScheduleResult:
     def to_dict(self) -> dict:
         """The JSON document ``archsim schedule --format json`` prints for the same keywords; a copy, NaN as NaN
         (the CLI writes null)."""
-        return copy.deepcopy({"meta": self._meta, "rows": [self._row]})
+        return plain({"meta": self._meta, "rows": [self._row]})
 
     def to_frame(self) -> pd.DataFrame:
         """The rows ``archsim schedule --format csv`` prints for the same keywords, as a DataFrame: its one row, then
@@ -84,7 +91,8 @@ class ScheduleResult:
         from archsim.outputs import csv_frame
         from archsim.rows import Rows
 
-        return csv_frame(Rows.of([self._row]), self._meta)
+        document = self.to_dict()
+        return csv_frame(Rows.of(document["rows"]), document["meta"])
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in ("_row", "_meta", "timeline", "order"):  # unpickling asks before fields

@@ -179,7 +179,7 @@ def search(model: Model, *, cluster: Cluster, global_batch: Count, gpus: Counts 
                        cp_comms=cp_comms, fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync, eps=eps,
                        etps=etps, fp8=fp8, fp8_param_gather=fp8_param_gather, p2p=p2p, tps=tps, pps=pps)
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
-        config_dtype_note(config, on.dtype, "search")  # as train's
+        config_dtype_note(config, on.dtype, "search", model=model)  # as train's
     for note in (*on.warnings, seq_note(model, config, seq), cp_not_searched_note(config, cp is not None, attention),
                  unread_note(model), dtype_note, result.orders_note, rows_headroom_note(result.rows, on), rows_tp_span_note(result.rows),
                  *cluster_notes(on, "search")):

@@ -45,7 +45,8 @@ class SweepResult(TableResult):
         from archsim.rows import Rows
         from archsim.training.table_lines import csv_rows
 
-        return csv_frame(Rows.of(csv_rows(self.document["rows"])), self.document["meta"])
+        document = self.to_dict()
+        return csv_frame(Rows.of(csv_rows(document["rows"])), document["meta"])
 
     def _headline(self) -> str:
         meta = self.document["meta"]
@@ -165,7 +166,7 @@ def train_sweep(model: Model, *, sweep: str | Sequence[str] | Mapping[str, objec
     defaults = {"global_batch": object(), **_DEFAULTS}  # global_batch is required: always given, as --global-batch
     swept = [setting(key) for key, _ in axes if given[key] != defaults[key]]
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
-        config_dtype_note(config, grid.cluster.dtype)
+        config_dtype_note(config, grid.cluster.dtype, model=model)
     for note in (*grid.warnings, seq_note(model, config, noted_seq(axes, n.seq)), unread_note(model), grid.skipped,
                  grid.sequence_parallel_off,
                  dtype_note,

@@ -148,7 +148,7 @@ def train(model: Model, *, cluster: Cluster, global_batch: Count, tp: Count = 1,
     result = priced(ran, config, laid.par, laid.cluster, implementation)
     result = replace(result, document=train_document(result, config, laid, implementation))
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
-        config_dtype_note(config, laid.cluster.dtype)
+        config_dtype_note(config, laid.cluster.dtype, model=model)
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par), cp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), rank_headroom_note(result, machines),
@@ -241,7 +241,7 @@ def train_runs(model: Model, *, runs: str | Path | pandas.DataFrame, cluster: Cl
                        seq_given=seq is not None, check=row_check(config, on, runs), p2p=p2p)
     out = predict_runs(config, on, rows, file=runs,  # the lines archsim train --runs prints on stderr
                        warn=lambda line, text: library_note(f"line {line}: {text}", stacklevel=5))
-    dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else config_dtype_note(config, on.dtype)
+    dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else config_dtype_note(config, on.dtype, model=model)
     model_notes = (seq_note(model, config, seq) if rows[0].shape is None else "",  # vTrain's rows: their own seq
                    unread_note(model), dtype_note)
     for note in (*on.warnings, cleared_rows_note(runs), model_note(runs, config.name), one_chunk_rows_note(rows),

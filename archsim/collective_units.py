@@ -3,6 +3,13 @@ size as the op rows name it."""
 
 from __future__ import annotations
 
+import argparse
+
+from archsim.validate import shown
+from archsim.value_parsers import parse_float
+
+BYTES_WHAT = "a number of bytes"
+
 
 def bus_bandwidth_factor(kind: str, n: int) -> float:
     """nccl-tests' bus bandwidth over its algorithm bandwidth (bytes / seconds) for ``kind`` over ``n`` GPUs:
@@ -18,4 +25,21 @@ def message_mib(nbytes: float) -> str:
     return f"{mib:.3g} MiB" if mib < 1000 else f"{round(mib):d} MiB"
 
 
-__all__ = ["bus_bandwidth_factor", "message_mib"]
+def parse_nbytes(value: object) -> float:
+    """A collective's size: a whole number of bytes above 0 and at most 2⁵³ (an int, an integral float such as 1e9,
+    or its text); ValueError in one line otherwise (1.5 bytes is no message NCCL sends)."""
+    size = parse_float(value, low=0.0, high=2.0**53, low_open=True, what=BYTES_WHAT)
+    if not size.is_integer():
+        raise ValueError(f"expected a whole number of bytes, got {shown(value)}")
+    return size
+
+
+def nbytes_flag(text: str) -> float:
+    """:func:`parse_nbytes` as an argparse ``type=``."""
+    try:
+        return parse_nbytes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+__all__ = ["bus_bandwidth_factor", "message_mib", "nbytes_flag", "parse_nbytes"]

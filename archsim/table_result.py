@@ -5,10 +5,11 @@ the rows its ``--format csv`` prints."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from archsim.read_only import plain
 
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded by the job that builds the table
@@ -24,6 +25,14 @@ class TableResult:
     table: pd.DataFrame
     document: dict = field(repr=False)
 
+    def __post_init__(self) -> None:
+        """The document frozen all the way down (:mod:`archsim.read_only`): ``to_dict()`` and ``to_frame()`` are made
+        from it, so an edit of ``result.document`` is a ``TypeError`` rather than a changed answer. ``table`` is a
+        DataFrame (pandas has no read-only one): an edit of it reaches neither."""
+        from archsim.read_only import read_only
+
+        object.__setattr__(self, "document", read_only(self.document))
+
     @classmethod
     def of(cls, table: pd.DataFrame, meta: dict) -> TableResult:
         """The result of a table and the meta its command prints beside it (rows: the table's records)."""
@@ -31,13 +40,13 @@ class TableResult:
 
     @property
     def meta(self) -> dict:
-        """The document's ``meta`` (a copy): what the command prints above its rows."""
-        return copy.deepcopy(self.document["meta"])
+        """The document's ``meta`` (an editable copy): what the command prints above its rows."""
+        return plain(self.document["meta"])
 
     def to_dict(self) -> dict:
         """The JSON document the command's ``--format json`` prints for the same keywords; a copy, NaN as NaN
-        (the CLI writes null)."""
-        return copy.deepcopy(self.document)
+        (the CLI writes null); editable."""
+        return plain(self.document)
 
     def to_frame(self) -> pd.DataFrame:
         """The rows the command's ``--format csv`` prints for the same keywords, as a DataFrame: the document's rows
@@ -46,7 +55,8 @@ class TableResult:
         from archsim.outputs import csv_frame
         from archsim.rows import Rows
 
-        return csv_frame(Rows.of(self.document["rows"]), self.document["meta"])
+        document = self.to_dict()
+        return csv_frame(Rows.of(document["rows"]), document["meta"])
 
     def equals(self, other: object) -> bool:
         """:meth:`pandas.DataFrame.equals` on the tables (``other`` a result or a DataFrame)."""

@@ -49,3 +49,21 @@ def test_refusals_name_the_flags(tmp_path, capsys):
     assert err.count("\n") == 1 and "--per-server 3 GPUs of a group in each server must divide" in err
     assert main(["collective", "broadcast", "--cluster", str(path), "--gpus", "8"]) == 2
     assert "expected one of all-reduce, all-gather, reduce-scatter, all-to-all" in capsys.readouterr().err
+
+
+def test_a_fraction_of_a_byte_is_refused_in_one_line(tmp_path, capsys):
+    """A message is whole bytes: 1.5 is refused (command and library) in one line naming it; 1e9, an integral
+    float, is read as 10⁹ bytes."""
+    path = tmp_path / "c.toml"
+    path.write_text(NIC8, encoding="utf-8")
+    assert main(["collective", "all-reduce", "--cluster", str(path), "--gpus", "8", "--nbytes", "1.5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--nbytes" in err and "whole number of bytes, got '1.5'" in err
+    with pytest.raises(archsim.InputError, match=r"field 'nbytes': expected a whole number of bytes, got '?1\.5") as info:
+        archsim.collective("all-reduce", 1.5, cluster=str(path), gpus=8)
+    assert str(info.value).count("\n") == 0
+    with pytest.raises(archsim.InputError, match="whole number of bytes"):
+        archsim.collective("all-reduce", "2.5e0", cluster=str(path), gpus=8)
+    doc = _run(capsys, "all-reduce", "--cluster", str(path), "--gpus", "8", "--nbytes", "1e9")
+    assert [row["nbytes"] for row in doc["rows"]] == [10**9]
+    assert archsim.collective("all-reduce", 1e9, cluster=str(path), gpus=8).nbytes == 10**9

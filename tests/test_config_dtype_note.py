@@ -17,14 +17,14 @@ CLUSTER = "configs/clusters/h100_1gpu.toml"  # one GPU: the default layout fills
 NOTE = "config.json says bfloat16; priced in fp16, train's default: give --dtype bf16 to price it so"
 
 
-def _small(tmp_path, torch_dtype: str | None) -> str:
-    """A two-layer Llama config stating ``torch_dtype`` (None: no such key)."""
+def _small(tmp_path, torch_dtype: str | None, name: str = "config.json") -> str:
+    """A two-layer Llama config stating ``torch_dtype`` (None: no such key), written as ``name``."""
     config = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
               "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1024,
               "max_position_embeddings": 128, "tie_word_embeddings": False}
     if torch_dtype is not None:
         config["torch_dtype"] = torch_dtype
-    path = tmp_path / "config.json"
+    path = tmp_path / name
     path.write_text(json.dumps(config), encoding="utf-8")
     return str(path)
 
@@ -74,3 +74,26 @@ def test_the_dtype_key_newer_transformers_write_is_read_as_torch_dtype(capsys, t
     Path(path).write_text(json.dumps({**config, "dtype": "bfloat16"}), encoding="utf-8")
     _, err = _train(capsys, path)
     assert err == f"archsim train: note: {NOTE}\n"
+
+
+def test_the_note_names_the_file_the_config_was_read_from(capsys, tmp_path):
+    """A config saved under another name than config.json is named by its own name (the note said
+    "config.json says" whatever the file was called): train, search and archsim.train alike; a config given
+    already loaded, by its model's name."""
+    path = _small(tmp_path, "bfloat16", name="tiny_llama.json")
+    _, err = _train(capsys, path)
+    assert err == f"archsim train: note: {NOTE.replace('config.json', 'tiny_llama.json')}\n"
+    assert main(["search", path, "--cluster", CLUSTER, "--global-batch", "1", "--seq", "128", "--format", "json"]) == 0
+    said = capsys.readouterr().err
+    assert "tiny_llama.json says bfloat16; priced in fp16, search's default" in said and "config.json" not in said
+    with pytest.warns(UserWarning) as caught:
+        archsim.train(path, cluster=CLUSTER, global_batch=1, seq=128)
+    assert [str(w.message) for w in caught] == \
+        [NOTE.replace("config.json", "tiny_llama.json").replace("--dtype bf16", "dtype='bf16'")]
+    from archsim.workload.model_files import load_transformer
+
+    loaded = load_transformer(path)
+    with pytest.warns(UserWarning) as caught:
+        archsim.train(loaded, cluster=CLUSTER, global_batch=1, seq=128)
+    assert [str(w.message) for w in caught] == \
+        [NOTE.replace("config.json", f"{loaded.name}'s config").replace("--dtype bf16", "dtype='bf16'")]

@@ -7,12 +7,10 @@ from __future__ import annotations
 import argparse
 
 from archsim.choices.collectives import DEFAULT_NBYTES, GROUP_KINDS
+from archsim.collective_units import nbytes_flag as _bytes
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.commands.list_flag import ListFlag
-from archsim.value_parsers import float_flag
-
-_bytes = float_flag(0.0, 2.0**53, low_open=True, what="a number of bytes")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "in training (default: the GPUs in a row)")
     parser.add_argument("--nbytes", action=ListFlag, item=_bytes, default=None, metavar="BYTES",
                         help="sizes, nccl-tests' (an all-reduce's or all-to-all's buffer on each GPU, an all-gather's "
-                             "gathered output, a reduce-scatter's input), bytes; 1e9 is read (default: 1 MiB … 4 GiB "
+                             "gathered output, a reduce-scatter's input), whole bytes; 1e9 is read (default: 1 MiB … 4 GiB "
                              "by ×4, 2^20 … 2^32)")
     add_output_arguments(parser)
 

@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     cp_note = cp_not_searched_note(config, args.cp is not None, args.attention)  # a long sequence searched at CP 1
     if cp_note:
         note(cp_note)
-    dtype_note = "" if args.dtype is not None else config_dtype_note(config, TRAIN_DTYPE, "search")
+    dtype_note = "" if args.dtype is not None else config_dtype_note(config, TRAIN_DTYPE, "search", model=args.model)
     if dtype_note:  # as train's: the checkpoint's precision is not the one priced
         note(dtype_note)
     note_unread_cluster_keys(cluster, "search")  # the search done: notes never precede an error line

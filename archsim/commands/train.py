@@ -291,7 +291,7 @@ def run(args: argparse.Namespace) -> int:
     if headroom:
         note(headroom)
     note_default_seq(config, args.model, args.seq)
-    dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
+    dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype, model=args.model)
     left_out = timeline_note(len(result.timeline.slots)) if args.format == "json" else None  # not a timeless run
     eager_note = eager_recompute_note(args.implementation, typed.recompute is not None)
     for text in (sp_note, dtype_note, eager_note, *layout_notes(par, config, cluster, args.placement),

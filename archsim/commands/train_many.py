@@ -28,6 +28,7 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
     from archsim.training.sweep import check_sweep_size
     from archsim.training.sweep_run import (
         noted_seq,
+        refused_points_lines,
         run_grid,
         selective_flash_points_note,
         sweep_axes,
@@ -53,7 +54,7 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
     for line in grid.warnings:
         warn(line)
     note_default_seq(config, args.model, noted_seq(axes, args.seq))  # a seq axis sets every point's
-    dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
+    dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype, model=args.model)
     for text in (grid.skipped, grid.sequence_parallel_off, dtype_note, padding_note(config), grid.short_pipelines,
                  selective_flash_points_note(rows)):  # every point's: noted once
         if text:
@@ -61,6 +62,9 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
     note_unread_cluster_keys(cluster, "train", points=rows)  # the run done: notes never precede an error line
     if swept:
         note(swept_note(swept))
+    if args.format == "table":  # a refused point's row is nan across: say which and why (JSON, csv: its error cell)
+        for line in refused_points_lines(rows, grid.meta["axes"]):
+            warn(line)
     if args.format == "table" and len({row["gpus"] for row in rows}) == 1:  # one count: the table leaves it out
         rows = [{k: v for k, v in row.items() if k != "gpus"} for row in rows]
     rows = {"csv": csv_rows, "table": table_rows}.get(args.format, list)(rows)  # the compute split: JSON's object
@@ -131,7 +135,7 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
             note(line)
     # as one iteration's notes; vTrain's rows set their own sequence length: no note on MODEL's (read_runs: ≥ 1 row)
     note_default_seq(config, args.model, args.seq if rows[0].shape is None else config.seq)
-    dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
+    dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype, model=args.model)
     if dtype_note:
         note(dtype_note)
     note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line

@@ -77,6 +77,15 @@ class TrainResult:
     # to_dict returns; not compared, as it only restates the fields above
     document: dict | None = field(default=None, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        """Its dicts and lists (the breakdown, the ops' rows, the per-rank post-processing, the splits, the document)
+        frozen all the way down (:mod:`archsim.read_only`): editing a result is a ``TypeError``, not a result whose
+        figures no longer say what ran; ``to_dict()`` is an editable copy."""
+        from archsim.read_only import read_only
+
+        for name in ("breakdown", "ops", "post", "compute_split_seconds", "energy_breakdown_j", "document"):
+            object.__setattr__(self, name, read_only(getattr(self, name)))
+
     def __repr__(self) -> str:
         """One line, not every rank's memory, the breakdown and the parallelism's fields (a notebook shows a cell's
         value by its repr): seconds, GiB per GPU (the fullest rank) and joules, as ``archsim train`` prints them."""
@@ -95,15 +104,15 @@ class TrainResult:
 
     def to_dict(self) -> dict:
         """The JSON document ``archsim train --format json`` prints for this iteration (``meta`` and the
-        ops' ``rows``; NaN where the CLI prints null): a copy, JSON-safe, of a result of ``archsim.train``."""
-        import copy
+        ops' ``rows``; NaN where the CLI prints null): a copy, JSON-safe and editable, of a result of ``archsim.train``."""
+        from archsim.read_only import plain
 
         if self.document is None:
             from archsim.errors import InputError
 
             raise InputError("only archsim.train's result knows its model and cluster to make archsim train's "
                              "JSON; this one came from archsim.training.run.train", field="to_dict")
-        return copy.deepcopy(self.document)
+        return plain(self.document)
 
     def to_frame(self) -> pd.DataFrame:
         """The rows ``archsim train --format csv`` prints for this iteration, as a DataFrame: the ops' rows

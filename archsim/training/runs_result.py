@@ -9,6 +9,8 @@ import copy
 import math
 from typing import TYPE_CHECKING
 
+from archsim.read_only import plain, read_only, refuse
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -46,12 +48,27 @@ class RunsResult(list):
     ``energy_source``), as the list it returned before this class (2026-12-03), so ``rows[0]``, ``==`` a list,
     ``json.dumps(rows)`` and ``pd.DataFrame(rows)`` keep working; ``to_dict()``, the document ``archsim train --runs
     --format json`` prints (``meta``: the flags, the MAPE, the energy source), and ``to_frame()``, the rows its
-    ``--format csv`` prints. A list, not a frozen dataclass, for that compatibility: the document is a copy made
-    when it ran, whatever is done to the list after."""
+    ``--format csv`` prints. A list, not a frozen dataclass, for that compatibility, but read-only all the way down as
+    every API result (:mod:`archsim.read_only`): ``rows[0]["mape"] = 0``, ``rows.append(…)`` raise ``TypeError``;
+    ``list(rows)`` and ``dict(row)`` are editable copies of one level, ``to_dict()`` of the whole document, a copy
+    made when it ran."""
+
+    __setitem__ = __delitem__ = append = extend = insert = pop = remove = clear = sort = reverse = refuse
+    __iadd__ = __imul__ = refuse
 
     def __init__(self, rows: list[dict], document: dict) -> None:
-        super().__init__(rows)
-        self._document = copy.deepcopy(document)
+        super().__init__(read_only(list(rows)))
+        self._document = read_only(copy.deepcopy(document))
+
+    def __reduce__(self) -> tuple[type[RunsResult], tuple[list, dict]]:
+        """Copied and pickled from its rows and document (unpickling a list subclass would append the rows)."""
+        return RunsResult, (list(self), self._document)
+
+    def __copy__(self) -> RunsResult:
+        return self  # immutable: its own copy
+
+    def __deepcopy__(self, memo: dict) -> RunsResult:
+        return RunsResult(copy.deepcopy(list(self), memo), copy.deepcopy(self._document, memo))
 
     def __repr__(self) -> str:
         """One line, not every row (a notebook shows a cell's value by its repr, and a vTrain file is 1,008 rows);
@@ -70,13 +87,13 @@ class RunsResult(list):
 
     @property
     def meta(self) -> dict:
-        """The document's ``meta`` (a copy): what the command prints above its rows."""
-        return copy.deepcopy(self._document["meta"])
+        """The document's ``meta`` (an editable copy): what the command prints above its rows."""
+        return plain(self._document["meta"])
 
     def to_dict(self) -> dict:
         """The JSON document ``archsim train MODEL --runs RUNS.csv --format json`` prints for the same keywords; a
-        copy, NaN as NaN (the CLI writes null)."""
-        return copy.deepcopy(self._document)
+        copy, editable, NaN as NaN (the CLI writes null)."""
+        return plain(self._document)
 
     def to_frame(self) -> pd.DataFrame:
         """The rows ``archsim train MODEL --runs RUNS.csv --format csv`` prints, as a DataFrame: each row's columns,
@@ -86,7 +103,8 @@ class RunsResult(list):
         from archsim.rows import Rows
         from archsim.training.table_lines import csv_rows
 
-        return csv_frame(Rows.of(csv_rows(self._document["rows"])), self._document["meta"])
+        document = self.to_dict()
+        return csv_frame(Rows.of(csv_rows(document["rows"])), document["meta"])
 
 
 __all__ = ["RunsResult", "runs_document"]

@@ -168,4 +168,14 @@ def selective_flash_points_note(rows: Sequence[Mapping]) -> str:
                                        for row in rows], "points")
 
 
-__all__ = ["Grid", "noted_seq", "run_grid", "selective_flash_points_note", "sweep_axes", "sweep_base", "swept_note"]
+def refused_points_lines(rows: list[dict], axes: str) -> list[str]:
+    """One line per point of a sweep that could not run (its ``error`` set), naming it by its axes' values (``axes``:
+    the meta's ``tp,seq``) and saying why, for the table, whose row of ``nan`` figures would hide a reason printed
+    only in its last column of a wide table; [] when every point ran. JSON and csv keep the reason in ``error``."""
+    names = [name for name in axes.split(",") if name]
+    return [f"point {i} of {len(rows)} ({', '.join(f'{name}={row[name]}' for name in names if name in row)}) could "
+            f"not run, its figures nan: {row['error']}" for i, row in enumerate(rows, 1) if row.get("error")]
+
+
+__all__ = ["Grid", "noted_seq", "refused_points_lines", "run_grid", "selective_flash_points_note", "sweep_axes",
+           "sweep_base", "swept_note"]

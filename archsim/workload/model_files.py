@@ -165,11 +165,12 @@ def unread_fields_note(path: str | Path) -> str:
             f"({effect}; docs/formats.md lists the fields read, refused and changing no work)")
 
 
-def config_dtype_note(config: TransformerConfig, priced: str, command: str = "train") -> str:
+def config_dtype_note(config: TransformerConfig, priced: str, command: str = "train", *, model: object) -> str:
     """The note ``train`` (one iteration, ``--runs``, ``--sweep``) and ``search`` print when ``--dtype`` was not
     given and the config's ``torch_dtype`` names another of their dtypes than ``priced`` (``command``'s default):
     the figures are for a precision the model's checkpoint is not in, and nothing else says so. '' when there is
-    nothing to say; it names the way to set it as the caller spells it (``dtype='bf16'`` from Python:
+    nothing to say; it names the file ``model`` (MODEL as given) was read from, by its name (a loaded config: by
+    its model's name), and the way to set the dtype as the caller spells it (``dtype='bf16'`` from Python:
     :func:`archsim.console.setting`)."""
     from archsim.choices.devices import TORCH_DTYPES
     from archsim.console import setting
@@ -177,7 +178,8 @@ def config_dtype_note(config: TransformerConfig, priced: str, command: str = "tr
     wanted = TORCH_DTYPES.get(config.torch_dtype)
     if wanted is None or wanted == priced:
         return ""
-    return (f"config.json says {config.torch_dtype}; priced in {priced}, {command}'s default: give "
+    source = transformer_path(model).name if isinstance(model, (str, Path)) else f"{config.name}'s config"
+    return (f"{source} says {config.torch_dtype}; priced in {priced}, {command}'s default: give "
             f"{setting('dtype', wanted)} to price it so")
 
 
