@@ -101,3 +101,17 @@ def test_networks_of_one_stem_load(tmp_path, networks, files):
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(text)
     assert len(load_spec(spec(tmp_path, networks)).networks) == len(files) + ("vgg16" in networks)
+
+
+def test_a_csv_and_an_onnx_file_of_one_stem_get_a_summary_row_each(tmp_path):
+    """my.csv (3 layers) and my.onnx (tests/data/onnx/small_cnn.onnx) in one folder: only the extension tells
+    them apart. By hand: 1 array × 2 batches = 2 configurations per (network, processors, method) point."""
+    from pathlib import Path
+
+    (tmp_path / "my.csv").write_text(THREE)
+    (tmp_path / "my.onnx").write_bytes((Path(__file__).parent / "data" / "onnx" / "small_cnn.onnx").read_bytes())
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec(tmp_path, '["my.csv", "my.onnx"]')), "--out", str(out), "--quiet"]) == 0
+    summary = pd.read_csv(out / "summary.csv")
+    assert sorted(zip(summary.network, summary.method, summary.configs)) == [
+        ("my.csv", "layerpipe", 2), ("my.csv", "pipedream", 2), ("my.onnx", "layerpipe", 2), ("my.onnx", "pipedream", 2)]
