@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from archsim.errors import InputError
+from archsim.sweep.network_names import display_names
 
 WHY = "straight pipeline puts whole layers on every processor"  # PipeDream's (archsim's short form of it)
 KEY = "skipped_points"  # spec.json's record of them
@@ -51,9 +52,12 @@ def skipped_line(record: dict) -> str | None:
     axes = [len(value) if isinstance(value := record.get(key), list) else 0
             for key in ("networks", "processors", "methods")]
     points = axes[0] * axes[1] * axes[2]
+    listed = record.get("networks")
+    names = display_names(map(str, [*(listed if isinstance(listed, list) else ()),
+                                    *(entry.get("network") for entry in skipped)]))
     networks: dict[str, tuple[object, list]] = {}
     for entry in skipped:
-        name = Path(str(entry.get("network"))).stem
+        name = names[str(entry.get("network"))]  # its stem, unless another network shares it (a/net, b/net)
         networks.setdefault(name, (entry.get("layer_groups"), []))[1].append(entry.get("processors"))
     said = "; ".join(f"{name} has {_groups(count)}, so it takes {_counts(count)}, not {_spans(counts)}"
                      if isinstance(count, int) else name for name, (count, counts) in networks.items())

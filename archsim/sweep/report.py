@@ -182,11 +182,15 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     from archsim.report.sweep_order import network_order
     from archsim.report.sweep_report import build_report  # plotly loads only for a report
     from archsim.sweep import summarize
+    from archsim.sweep.network_names import labelled
     from archsim.sweep.pipedream_points import skipped_line
     from archsim.sweep.report_sections import network_sections, spec_methods, spec_networks
     from archsim.sweep.results_check import recorded_borrow
 
-    results = borrow_series(results)  # LayerPipe's gainful rows: a method of their own on the page
+    listed = record.get("networks")
+    networks = [str(n) for n in listed] if isinstance(listed, list) else []
+    # LayerPipe's gainful rows: a method of their own on the page; two networks of one stem: one name each
+    results = labelled(borrow_series(results), networks)
     order = network_order(results, spec_networks(record))
     sections = network_sections(results, order, folder, own_networks, record,
                                 f"{spec_command} && archsim report {folder} --out {target}")

@@ -4,6 +4,7 @@ of networks (:func:`archsim.report.sweep_order.network_order`). Cycles are array
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,10 +21,13 @@ if TYPE_CHECKING:  # pandas and plotly load when a report is written
 
 
 def spec_networks(record: dict) -> tuple[str, ...]:
-    """The networks of a results folder's spec.json in the spec's order, as results.csv names them (a file's
-    stem, a shipped name as given); () where the folder records none."""
+    """The networks of a results folder's spec.json in the spec's order, as the report names them (a file's
+    stem, a shipped name as given; two of one stem by :func:`~archsim.sweep.network_names.display_names`);
+    () where the folder records none."""
+    from archsim.sweep.network_names import display_names
+
     networks = record.get("networks")
-    return tuple(Path(str(n)).stem for n in networks) if isinstance(networks, list) else ()
+    return tuple(display_names(map(str, networks)).values()) if isinstance(networks, list) else ()
 
 
 def spec_methods(record: dict) -> tuple[str, ...]:
@@ -76,6 +80,8 @@ def _detail_sections(rows: pd.DataFrame, folder: Path, own_networks: tuple[str, 
     network = report_network(name, folder, own_networks)
     if network is None:
         return []
+    if str(first.network) != Path(name).stem:  # one of two networks of one stem: its headings by its own name
+        network = replace(network, name=str(first.network))
     _check_unchanged(first)
     first["network"] = name
     if first["only"] != "all":

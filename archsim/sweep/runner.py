@@ -148,7 +148,7 @@ def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, wo
         return frame
     frame = results_frame(rows)
     write_output(out / "results.csv", frame.to_csv(index=False), within=out)  # renamed together when run_sweep's set ends
-    write_output(out / "summary.csv", summarize(frame).to_csv(index=False), within=out)
+    write_output(out / "summary.csv", summarize(frame, spec.networks).to_csv(index=False), within=out)
     return frame
 
 

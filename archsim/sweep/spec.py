@@ -52,7 +52,7 @@ from archsim.lowering import MODES, SPLIT_AXES, Mode
 from archsim.planners import PARTITIONERS
 from archsim.sweep.device_spec import spec_document
 from archsim.sweep.spec_arrays import ArrayFile, at_device_rate, check_cfg_axes, read_array
-from archsim.sweep.spec_files import distinct_row_names, file_sha256_unless_shipped, resolve_network
+from archsim.sweep.spec_files import file_sha256_unless_shipped, resolve_network
 from archsim.sweep.spec_lists import SET_REPEAT, clock_list, once, positive_list, string_list
 from archsim.toml_errors import located, parse_toml
 from archsim.validate import (
@@ -276,7 +276,6 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
                          field="networks")
     resolved = tuple(resolve_network(n, path.parent, file) for n in networks)
     once(resolved, networks, "networks", file)
-    distinct_row_names(resolved, networks, file)
     array_texts = strings("arrays")
     arrays = [read_array(text, path.parent, file) for text in array_texts]
     once(arrays, array_texts, "arrays", file)

@@ -35,24 +35,6 @@ def resolve_network(name: str, spec_dir: Path, file: str) -> str:
     return name
 
 
-def row_name(network: str) -> str:
-    """The name a network's rows carry in ``results.csv``, ``summary.csv`` and the report: its file's stem
-    (``cnn.csv`` and ``cnn.onnx`` are both ``cnn``), a shipped name as it is."""
-    return Path(network).stem
-
-
-def distinct_row_names(resolved: tuple[str, ...], texts: tuple[str, ...], file: str) -> None:
-    """Refuse two networks whose rows would carry one name (``cnn.csv`` beside ``cnn.onnx``, ``a/net.csv``
-    beside ``b/net.csv``, ``vgg16.csv`` beside the shipped ``vgg16``): results.csv could not tell their rows
-    apart, and summary.csv and the report would average the two networks as one."""
-    for i, network in enumerate(resolved):
-        for j in range(i):
-            if row_name(resolved[j]) == row_name(network):
-                raise InputError(f"{texts[j]!r} and {texts[i]!r} would both be named {row_name(network)!r} in "
-                                 "results.csv, summary.csv and the report, which would average the two as one "
-                                 "network; give the files different names", file=file, field="networks")
-
-
 def spec_named(source: str | None, path: str) -> str:
     """A file a spec names (a network or a ``.cfg`` array, resolved inside the spec's folder ``source`` is in), as
     the spec names it: relative to that folder; anything else (a shipped name) as it is."""

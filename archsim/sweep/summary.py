@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
 from archsim.report.paper_tables import improvement_pct
 from archsim.report.style import DESIGN_AXIS_WORDS
+from archsim.sweep.network_names import labelled
 from archsim.sweep.spec import BORROW_COLUMN, SETTING_COLUMNS
 
 # A design sweep's own axes (archsim.sweep.design's columns that set a design, not its results): part of
@@ -13,9 +16,13 @@ from archsim.sweep.spec import BORROW_COLUMN, SETTING_COLUMNS
 DESIGN_AXES = tuple(DESIGN_AXIS_WORDS)
 
 
-def summarize(results: pd.DataFrame) -> pd.DataFrame:
+def summarize(results: pd.DataFrame, networks: Sequence[str] = ()) -> pd.DataFrame:
     """Mean speedup and communication overhead per (network, processors, method and its LayerPipe settings), plus each
     method's improvement over PipeDream's mean speedup (Table IV's "Improvement").
+
+    A network is keyed and named by its display name (:func:`archsim.sweep.network_names.labelled`; ``networks``:
+    the spec's, as results.csv's ``network_path`` names them): its stem, unless another network of the sweep
+    shares that stem (``a/net.csv`` beside ``b/net.csv``: ``a/net`` and ``b/net``, each its own rows).
 
     ``speedup_upto`` averages, per configuration, the best speedup over P′ ≤ P processors: Algorithm 1
     is greedy and not monotone in P, and a user would rather leave a processor idle.
@@ -25,6 +32,7 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     """
     # LayerPipe's settings key its rows too (a results.csv from before they were columns has none: keyed as then)
     # (and a sweep of LayerPipe's borrow values, :func:`archsim.sweep.results.borrow_cell`, by its borrow column)
+    results = labelled(results, networks)
     settings = [c for c in [*SETTING_COLUMNS, BORROW_COLUMN] if c in results.columns]
     keys = ["network", "only", "mode", "processors", "method"] + settings
     config = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "method"]
