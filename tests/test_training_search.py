@@ -120,7 +120,10 @@ def _naive_survivors(c, gpus, per_server, global_batch):
         if (sp and tp == 1) or (pp == 1 and sched != "1f1b"):
             continue
         m = global_batch // (dp * mb)
-        if (sched.startswith("interleaved") and m % pp) or (sched == "dualpipev" and m < 2 * pp):
+        # Megatron-LM's interleaved 1F1B runs any m ≥ PP (its groups of micro-batches, since 2026-12-05); interleaved
+        # ZB keeps rounds of PP micro-batches (docs/training.md)
+        if ((sched == "interleaved-1f1b" and m < pp) or (sched == "interleaved-zb" and m % pp)
+                or (sched == "dualpipev" and m < 2 * pp)):
             continue
         par = Parallelism(tp, pp, dp, global_batch, mb, rc, sp, v, sched)
         shown = 2 if sched in V_SCHEDULES else v  # a row shows the chunks per rank the schedule runs: two for V shapes
