@@ -280,7 +280,7 @@ ENGINE_WORDS = {"analytic": "the analytic array engine (closed-form compute cycl
 
 
 def model_intro(results: pd.DataFrame, results_path: str, engine: str | None, order: Sequence[str] = (),
-                methods: Sequence[str] = (), skipped: str | None = None) -> str:
+                methods: Sequence[str] = (), skipped: str | None = None, record: Mapping | None = None) -> str:
     """The page's first paragraph: what was swept and which model produced the numbers, with the docs to read;
     ``order``: the networks' (:func:`~archsim.report.sweep_order.network_order`), ``methods`` the methods' (:func:`~archsim.report.sweep_order.method_order`); ``skipped``:
     the line counting the points the sweep skipped (none: None)."""
@@ -294,32 +294,42 @@ def model_intro(results: pd.DataFrame, results_path: str, engine: str | None, or
     over = f"over {len(names)} network{'s' * (len(names) != 1)} and {len(kinds)} method{'s' * (len(kinds) != 1)}"
     return (f"<p>{len(results)} configurations {over} from <code>{esc(results_path)}</code>: {networks}; {listed}. "
             f"Model: {model}. Cycles are array clock cycles; speedup is one processor's cycles over the pipeline's "
-            f"iteration cycles.{method_words(kinds, results)} The modes and engines: docs/concepts.md (\"Lowering: paper and exact modes\", "
+            f"iteration cycles.{method_words(kinds, results, record)} The modes and engines: docs/concepts.md (\"Lowering: paper and exact modes\", "
             "\"Sweeps and reports\"); the paper's numbers: docs/papers/layerpipe.md."
             + (f" {esc(skipped[0].upper() + skipped[1:])}." if skipped else "") + "</p>")
 
 
-def method_words(methods: Sequence[str], results: pd.DataFrame | None = None) -> str:
+def method_words(methods: Sequence[str], results: pd.DataFrame | None = None, record: Mapping | None = None) -> str:
     """The sentence naming what each of the page's methods is (" Methods: gpipe: equal layer counts …"), empty where
     none has words (a method unknown here is left unsaid, never guessed); LayerPipe's with the settings its rows ran
-    (α, the δ split axes: results.csv's ``alpha`` and ``split_axes``), which change its numbers and were on the page
-    only in a Gantt chart's command."""
-    settings = layerpipe_settings(results) if results is not None else ""
+    (α, the δ split axes: :func:`layerpipe_settings_words`), which change its numbers and were on the page only in a
+    Gantt chart's command."""
+    settings = layerpipe_settings_words(results, record) if results is not None else ""
     said = [f"{esc(m)}: {esc(METHOD_WORDS[m])}{esc(settings) if m.startswith('layerpipe') else ''}"
             for m in methods if m in METHOD_WORDS]
     return f" Methods: {'; '.join(said)}." if said else ""
 
 
-def layerpipe_settings(results: pd.DataFrame) -> str:
+def layerpipe_settings_words(results: pd.DataFrame, record: Mapping | None = None) -> str:
     """`` [α = 1.001, δ split along channels/reduction/rows]``: the values LayerPipe's rows ran with (several
-    joined by "or"), empty where results.csv has no such columns (older folders) or no LayerPipe row."""
+    joined by "or"); where results.csv has no such column (a folder from before them), the folder's spec.json's
+    ``record``, which its LayerPipe rows ran at, as the report's Gantt reads it; empty with neither, or no LayerPipe
+    row."""
     rows = results[results["method"].astype(str).str.startswith("layerpipe")]
+    record = record or {}
+    alpha, axes = record.get("alpha"), record.get("split_axes")
+    recorded = {"alpha": float(alpha) if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) else None,
+                "split_axes": "+".join(map(str, axes)) if isinstance(axes, list) and axes else None}
     parts = []
     for column, word in (("alpha", "α = "), ("split_axes", "δ split along ")):
         if column in rows.columns and rows[column].notna().any():
-            values = [f"{v:g}" if isinstance(v, float) else str(v).replace("+", "/")
-                      for v in dict.fromkeys(rows[column].dropna())]
-            parts.append(word + " or ".join(values))
+            cells = list(dict.fromkeys(rows[column].dropna()))
+        elif column not in rows.columns and len(rows) and recorded[column] is not None:
+            cells = [recorded[column]]
+        else:
+            continue
+        values = [f"{v:g}" if isinstance(v, float) else str(v).replace("+", "/") for v in cells]
+        parts.append(word + " or ".join(values))
     return f" [{', '.join(parts)}]" if parts else ""
 
 
@@ -329,12 +339,13 @@ Section = tuple[str, go.Figure | str, str]  # a section's title, its figure or m
 def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: str, out: str | Path,
                  spec_command: str, extra_sections: Sequence[Section] = (), engine: str | None = None,
                  networks: Sequence[str] = (), network_sections: Mapping[str, Sequence[Section]] | None = None,
-                 methods: Sequence[str] = (), skipped: str | None = None) -> Path:
+                 methods: Sequence[str] = (), skipped: str | None = None, record: Mapping | None = None) -> Path:
     """Assemble and atomically write the report HTML; returns its path. ``engine``: the sweep's array engine,
     which the page names and Table IV's columns need (None: not stated); ``skipped``: the line counting the points
     the sweep skipped; ``networks``: their order on the page (the spec's;
     :func:`~archsim.report.sweep_order.network_order`), ``methods`` the methods' (the spec's; :func:`~archsim.report.sweep_order.method_order`); ``network_sections``: per network, sections that follow its own (its per-layer
-    costs, its Gantt); ``extra_sections`` close the page."""
+    costs, its Gantt); ``extra_sections`` close the page; ``record``: the folder's spec.json (LayerPipe's settings
+    where results.csv predates their columns)."""
     parts: list[str] = []
     figure = Figures()
 
@@ -374,6 +385,6 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
         parts.append(_section(title, body, command, modes))
     style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}section{margin:2em 0}" + TABLE_STYLE +
              "td,th{border-bottom:1px solid #ddd}.cmd{color:#555;font-size:90%}")
-    intro = model_intro(results, results_path, engine, order, methods, skipped)
+    intro = model_intro(results, results_path, engine, order, methods, skipped, record)
     return write_output(out, document("archsim report", parts, heading="archsim sweep report",
                                            intro_html=intro, style=style))

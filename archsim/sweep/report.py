@@ -198,7 +198,7 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     return build_report(results, summarize(results), results_path=str(folder), out=target, spec_command=spec_command,
                         engine=engine if isinstance(engine, str) else None, networks=order,
                         network_sections=sections, methods=series_methods(spec_methods(record), recorded_borrow(record)),
-                        skipped=skipped_line(record))
+                        skipped=skipped_line(record), record=record)
 
 
 def borrow_label(borrow: str) -> str:
