@@ -65,8 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         sim_kernel.run_arrays = run_arrays
         best, median = timed(predict, args.calls)
         print(f"train, V = {chunks}: first call {first:.1f} ms, then best {best:.2f} ms, median {median:.2f} ms")
-    problem, rank, links = seen[0]
-    best, median = timed(lambda: run_arrays(problem, rank, links), args.calls)
+    problem, rank, links, *blocking = seen[0]  # blocking: the links whose sender waits (1F1B's Megatron sends)
+    best, median = timed(lambda: run_arrays(problem, rank, links, *blocking), args.calls)
     print(f"simulation alone (V = 1, {len(problem.proc)} ops, {len(problem.dep_dst)} dependencies): "
           f"best {best:.2f} ms, median {median:.2f} ms")
     edges = problem.out_edges()
