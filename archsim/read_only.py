@@ -1,11 +1,11 @@
-"""The API results' one rule: what ``archsim.train``, ``train_runs``, ``train_sweep``, ``schedule`` and the table jobs
-(``cost``, ``gemm``, ``sparse``, ``plan``, ``cluster_jobs``: a ``TableResult``) return is read-only all the way down,
-so a result keeps saying what was computed and its ``to_dict()`` / ``to_frame()``, made from the document saved when
-it ran, cannot change behind the caller's back. Its dicts and lists are :class:`ResultDict` and :class:`ResultList`: they read, compare, print as
-JSON, copy, deep-copy and pickle as the plain containers they are (a ``types.MappingProxyType`` can be neither
-pickled nor deep-copied), refuse every edit with a ``TypeError``, and ``dict(x)`` / ``list(x)`` copy one level,
-:func:`plain` (``to_dict()``) every level. ``archsim.search``'s rows follow the same rule with its own classes
-(:mod:`archsim.training.search_result`)."""
+"""The API results' one rule: what ``archsim.train``, ``train_runs``, ``train_sweep``, ``search``, ``schedule`` and
+the table jobs (``cost``, ``gemm``, ``sparse``, ``plan``, ``cluster_jobs``: a ``TableResult``) return is read-only all
+the way down, so a result keeps saying what was computed and its ``to_dict()`` / ``to_frame()``, made from the
+document saved when it ran, cannot change behind the caller's back. Its dicts and lists are :class:`ResultDict` and
+:class:`ResultList`: they read, compare, print as JSON, copy, deep-copy and pickle as the plain containers they are
+(a ``types.MappingProxyType`` can be neither pickled nor deep-copied), refuse every edit with a ``TypeError``, and
+``dict(x)`` / ``list(x)`` copy one level, :func:`plain` (``to_dict()``) every level. ``archsim.search``'s result
+(its rows, front, rejected counts and document: :mod:`archsim.training.search_result`) is held in the same classes."""
 
 from __future__ import annotations
 

@@ -96,3 +96,20 @@ def test_a_required_key_misspelt_is_named_beside_the_missing_one(tmp_path, capsy
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "field 'num_attention_heads': missing key (the file has 'num_attention_head', misspelt?)" in err
+
+
+def test_the_note_names_the_file_read(tmp_path, capsys):
+    """Failed before: the note said "of config.json" whatever the file was called (a config saved as
+    ``tiny_gpt2.json``), where the dtype note names the file read; train, cost and the API alike."""
+    path = tmp_path / "tiny_gpt2.json"
+    path.write_text(json.dumps({**GPT2, "n_special": 3}))
+    said = "1 field of tiny_gpt2.json not read: n_special (they change nothing here;"
+    assert main(["train", str(path), "--cluster", NODE, "--global-batch", "8", "--micro-batch", "1"]) == 0
+    assert f"archsim train: note: {said}" in capsys.readouterr().err
+    assert main(["cost", str(path), "--array", "32x32", "--batch", "1"]) == 0
+    assert f"archsim cost: note: {said}" in capsys.readouterr().err
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        archsim.train(path, cluster=NODE, global_batch=8, micro_batch=1)
+    assert next(str(w.message) for w in caught if "not read" in str(w.message)).startswith(said)
+    assert "config.json" not in capsys.readouterr().err + "".join(str(w.message) for w in caught)

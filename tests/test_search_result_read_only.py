@@ -1,16 +1,21 @@
 """A search result cannot be edited: its rows, its Pareto front and its rejected counts refuse assignment, so a
 result keeps saying what the search found (a review found ``found.rows[0]["tp"] = 99`` accepted, and the list
 open to ``append``). What the documented API reads of them still works: ``len``, iteration, indexing, ``==``
-with plain dicts, JSON, pandas, copy and pickle, and ``dict(row)`` as an editable copy."""
+with plain dicts, JSON, pandas, copy and pickle, and ``dict(row)`` as an editable copy. The document ``to_dict()``
+and ``to_frame()`` are made of is read-only too (archsim.read_only: every API result's rule, one implementation)."""
 
 from __future__ import annotations
 
 import copy
 import json
 import pickle
+import warnings
 
 import pytest
 
+import archsim
+from archsim.read_only import ResultDict, ResultList
+from archsim.training import search_result
 from archsim.training.search_result import SearchResult
 
 ROWS = [{"tp": 1, "pp": 2, "iteration_seconds": 1.5, "stages": [3, 3]},
@@ -112,3 +117,72 @@ def test_nested_values_read_copy_and_pickle_as_plain_ones():
     mine = list(row["stages"])
     mine.append(4)  # an editable copy
     assert (mine, row["stages"]) == ([3, 3, 4], [3, 3])
+
+
+# the document archsim.search keeps (what to_dict() and to_frame() are made of) follows the API results' one rule
+@pytest.fixture(scope="module")
+def found() -> SearchResult:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return archsim.search("configs/transformers/gpt_1024h_24l.json", cluster="configs/clusters/h100_1gpu.toml",
+                              global_batch=2, seq=256)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda r: r.document["meta"].__setitem__("global_batch", 9),
+    lambda r: r.document["meta"]["rejected"].clear(),
+    lambda r: r.document["rows"][0].__setitem__("iteration_seconds", 0.0),
+    lambda r: r.document["rows"][0]["compute_split_seconds"].__setitem__("gemm", 0.0),
+    lambda r: r.document["rows"].append({}),
+    lambda r: r.document.pop("meta"),
+])
+def test_the_document_refuses_edits(found, edit):
+    """The document was a plain dict: ``found.document["meta"][…] = …`` was accepted and changed ``to_dict()`` and
+    ``to_frame()``, where every other API result refuses it."""
+    document, frame = found.to_dict(), found.to_frame()
+    with pytest.raises(TypeError, match="read-only"):
+        edit(found)
+    assert found.to_dict() == document
+    pd = pytest.importorskip("pandas")
+    pd.testing.assert_frame_equal(found.to_frame(), frame)
+
+
+def plain_all_the_way(value) -> bool:
+    """Whether every dict and list in ``value`` is a plain one (what ``json.loads`` makes)."""
+    if isinstance(value, dict):
+        return type(value) is dict and all(plain_all_the_way(item) for item in value.values())
+    if isinstance(value, list):
+        return type(value) is list and all(plain_all_the_way(item) for item in value)
+    return True
+
+
+def test_to_dict_is_a_plain_editable_copy(found):
+    document = found.to_dict()
+    assert plain_all_the_way(document) and document == found.document  # (its NaN the document's own floats)
+    document["meta"]["global_batch"] = 9
+    document["rows"][0]["compute_split_seconds"]["gemm"] = 0.0
+    document["rows"].append({})
+    again = found.to_dict()
+    assert again["meta"]["global_batch"] == 2 and len(again["rows"]) == len(found)
+    assert again["rows"][0]["compute_split_seconds"]["gemm"] > 0
+
+
+def test_one_implementation_of_the_rule(found):
+    """The search's rows, front, counts and document are archsim.read_only's classes, the search's own are gone."""
+    assert isinstance(found[0], ResultDict) and isinstance(found.pareto[0], ResultDict)
+    assert isinstance(found.rejected, ResultDict) and isinstance(found.document, ResultDict)
+    assert isinstance(found.document["rows"], ResultList) and isinstance(found[0]["compute_split_seconds"], ResultDict)
+    assert not {"ReadOnlyDict", "ReadOnlyList"} & set(vars(search_result))
+
+
+def test_a_copied_or_unpickled_search_keeps_its_document_read_only(found):
+    for again in (copy.copy(found), copy.deepcopy(found), pickle.loads(pickle.dumps(found))):
+        # compared as JSON: a row's uneven_gain is NaN, and a copied NaN is not equal to itself
+        assert json.dumps(again.to_dict()) == json.dumps(found.to_dict()) and again.enumerated == found.enumerated
+        assert json.dumps([again.rows, again.pareto, again.rejected]) == json.dumps([found.rows, found.pareto,
+                                                                                     found.rejected])
+        assert again.train_keywords(0) == found.train_keywords(0)
+        with pytest.raises(TypeError, match="read-only"):
+            again.document["meta"]["global_batch"] = 9
+        with pytest.raises(TypeError, match="read-only"):
+            again[0]["tp"] = 9

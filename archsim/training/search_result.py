@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, cast, overload
+from typing import TYPE_CHECKING, Any, SupportsIndex, cast, overload
 
 from archsim.errors import InputError
+from archsim.read_only import ResultDict, plain, read_only
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,78 +28,17 @@ class ShardedFits:
     smallest_bytes: float
 
 
-def _refuse(self: object, *args: object, **kwargs: object) -> NoReturn:
-    raise TypeError("a search result is read-only; dict(row) is an editable copy of a row, to_dict() of all")
-
-
-class ReadOnlyDict(dict):
-    """A row of a :class:`SearchResult` (one configuration), or its rejected counts: a dict that refuses edits
-    (``row["tp"] = 2``, ``update``, ``pop`` … raise ``TypeError``), so a result stays what the search found;
-    ``dict(row)`` is an editable copy. Reads, ``==`` with a dict, JSON, pandas, copy and pickle take it as the dict
-    it is."""
-
-    __slots__ = ()
-
-    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _refuse
-
-    def __reduce__(self) -> tuple[type[ReadOnlyDict], tuple[dict]]:
-        """Copied and pickled from a plain dict of its items (unpickling a dict subclass would set them one by one)."""
-        return ReadOnlyDict, (dict(self),)
-
-    def __copy__(self) -> ReadOnlyDict:
-        return self  # immutable: its own copy
-
-    def __deepcopy__(self, memo: dict) -> ReadOnlyDict:
-        import copy
-
-        return ReadOnlyDict(copy.deepcopy(dict(self), memo))
-
-
-class ReadOnlyList(list):
-    """A list inside a row of a :class:`SearchResult` (a per-stage figure, say): refuses edits (``append``,
-    ``row["stages"][0] = 2`` … raise ``TypeError``) as its row does; ``==`` with a list, JSON, pandas, copy and
-    pickle take it as the list it is, and ``list(value)`` is an editable copy."""
-
-    __slots__ = ()
-
-    __setitem__ = __delitem__ = append = extend = insert = pop = remove = clear = sort = reverse = _refuse
-    __iadd__ = __imul__ = _refuse
-
-    def __reduce__(self) -> tuple[type[ReadOnlyList], tuple[list]]:
-        """Copied and pickled from a plain list of its items (unpickling a list subclass would append them)."""
-        return ReadOnlyList, (list(self),)
-
-    def __copy__(self) -> ReadOnlyList:
-        return self  # immutable: its own copy
-
-    def __deepcopy__(self, memo: dict) -> ReadOnlyList:
-        import copy
-
-        return ReadOnlyList(copy.deepcopy(list(self), memo))
-
-
-def read_only(value: Any) -> Any:
-    """``value`` with every dict and list in it, at any depth, a read-only copy (:class:`ReadOnlyDict`,
-    :class:`ReadOnlyList`); anything else (numbers, text, tuples of them) as it is. Nested containers are frozen too:
-    a row's ``compute_split_seconds`` left a plain dict was shared with the result's document, so editing it changed
-    ``to_dict()``, ``to_frame()`` and the command's output."""
-    if isinstance(value, dict):
-        return ReadOnlyDict({key: read_only(item) for key, item in value.items()})
-    if isinstance(value, list):
-        return ReadOnlyList(read_only(item) for item in value)
-    return value
-
-
-def read_only_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[ReadOnlyDict, ...]:
-    """``rows`` as a tuple of :class:`ReadOnlyDict`, each a copy of its row's items, nested dicts and lists read-only
-    copies too (:func:`read_only`)."""
+def read_only_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[ResultDict, ...]:
+    """``rows`` as a tuple of :class:`~archsim.read_only.ResultDict`, each a copy of its row's items, nested dicts and
+    lists read-only too (:func:`~archsim.read_only.read_only`: the API results' one rule). A nested container left
+    plain was shared with the result's document: editing ``compute_split_seconds`` changed ``to_dict()``."""
     return tuple(read_only(dict(row)) for row in rows)
 
 
 @dataclass(frozen=True)
 class SearchResult:
-    rows: Sequence[dict]  # best first; held as a tuple of ReadOnlyDict (__post_init__ copies and freezes what is given)
-    rejected: Mapping[str, int]  # reason → candidates; held as a ReadOnlyDict
+    rows: Sequence[dict]  # best first; held as a tuple of ResultDict (__post_init__ copies and freezes what is given)
+    rejected: Mapping[str, int]  # reason → candidates; held as a ResultDict
     enumerated: int
     costed: int
     pareto: Sequence[dict]  # time vs memory per GPU (or vs the objective), at the rows' times: none other is faster
@@ -110,18 +50,21 @@ class SearchResult:
     # --placement planned's note where each kind's servers kept the file's order (leaves told apart would pass a cap)
     orders_note: str | None = None
     # archsim search --format json's document, set by archsim.search (train_json.search_document): what
-    # to_dict returns; not compared, as it only restates the fields above
+    # to_dict returns (a plain copy); held read-only at every depth; not compared, as it only restates the fields above
     document: dict | None = field(default=None, compare=False, repr=False)
     # what each row's command says beside the row (global batch, dtype, seq, the model's flags), set with document:
     # train_keywords' settings, the command's
     row_context: RowContext | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        """The rows, the front and the rejected counts frozen, so that editing what a search returned is an error,
-        not a result that no longer says what was found (``to_dict()`` is an editable copy)."""
+        """The rows, the front, the rejected counts and the document frozen (:mod:`archsim.read_only`, the rule of
+        every API result), so that editing what a search returned is an error, not a result that no longer says what
+        was found: the document left plain took ``found.document["meta"][…] = …``, changing ``to_dict()`` and
+        ``to_frame()`` (``to_dict()`` is an editable copy)."""
         object.__setattr__(self, "rows", read_only_rows(self.rows))
         object.__setattr__(self, "pareto", read_only_rows(self.pareto))
-        object.__setattr__(self, "rejected", ReadOnlyDict(self.rejected))
+        object.__setattr__(self, "rejected", ResultDict(self.rejected))
+        object.__setattr__(self, "document", read_only(self.document))
 
     def __repr__(self) -> str:
         """One line, not every row and the whole front (a notebook shows a cell's value by its repr)."""
@@ -137,29 +80,28 @@ class SearchResult:
         return len(self.rows)
 
     @overload
-    def __getitem__(self, index: SupportsIndex) -> ReadOnlyDict: ...
+    def __getitem__(self, index: SupportsIndex) -> ResultDict: ...
 
     @overload
-    def __getitem__(self, index: slice) -> tuple[ReadOnlyDict, ...]: ...
+    def __getitem__(self, index: slice) -> tuple[ResultDict, ...]: ...
 
-    def __getitem__(self, index: SupportsIndex | slice) -> ReadOnlyDict | tuple[ReadOnlyDict, ...]:
+    def __getitem__(self, index: SupportsIndex | slice) -> ResultDict | tuple[ResultDict, ...]:
         """Row ``index`` (0: the best; a slice: a tuple of rows), read-only, as ``result.rows[index]``: a result
         that has a length is indexed as the sequence of its rows."""
-        return cast("tuple[ReadOnlyDict, ...]", self.rows)[index]
+        return cast("tuple[ResultDict, ...]", self.rows)[index]
 
-    def __iter__(self) -> Iterator[ReadOnlyDict]:
+    def __iter__(self) -> Iterator[ResultDict]:
         """The rows, best first, read-only (``for row in result``, ``list(result)``), as ``iter(result.rows)``."""
-        return iter(cast("tuple[ReadOnlyDict, ...]", self.rows))
+        return iter(cast("tuple[ResultDict, ...]", self.rows))
 
     def to_dict(self) -> dict:
         """The JSON document ``archsim search --format json`` prints for this search (``meta`` and the
-        ranked ``rows``; NaN where the CLI prints null): a copy, JSON-safe, of a result of ``archsim.search``."""
-        import copy
-
+        ranked ``rows``; NaN where the CLI prints null): a plain, editable copy at every depth, JSON-safe, of a
+        result of ``archsim.search``."""
         if self.document is None:
             raise InputError("only archsim.search's result knows its model and cluster to make archsim search's "
                              "JSON; this one came from archsim.training.search.search", field="to_dict")
-        return copy.deepcopy(self.document)
+        return plain(self.document)
 
     def to_frame(self) -> pd.DataFrame:
         """The rows ``archsim search --format csv`` prints for this search, as a DataFrame, best first: each
@@ -214,5 +156,4 @@ def rows_frame(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=None if rows else list(EMPTY_COLUMNS))
 
 
-__all__ = ["EMPTY_COLUMNS", "ReadOnlyDict", "ReadOnlyList", "SearchResult", "ShardedFits", "read_only", "read_only_rows",
-           "rows_frame", "text_meta"]
+__all__ = ["EMPTY_COLUMNS", "SearchResult", "ShardedFits", "read_only_rows", "rows_frame", "text_meta"]

@@ -145,14 +145,15 @@ def default_seq_note(config: TransformerConfig, path: str | Path, seq: int | Non
 def unread_fields_note(path: str | Path) -> str:
     """The note ``train``, ``search`` and the array commands print when a ``config.json`` states fields archsim
     does not read (:func:`~archsim.workload.hf_config.unread_fields`): a field the user set that changed
-    nothing should be said, not silently dropped. '' for a TOML (unknown keys refused), a file that is not
+    nothing should be said, not silently dropped. It names the file read by its name (``tiny_llama.json``), as the
+    dtype note does (:func:`config_dtype_note`). '' for a TOML (unknown keys refused), a file that is not
     a path, or nothing to say; the file was read and checked already. A field one slip from a key archsim reads
     and the file leaves out (``num_key_value_head``) is named with that key: its default was priced instead."""
     from archsim.workload.hf_config import KNOWN_KEYS, unread_fields
 
-    if not isinstance(path, (str, Path)) or Path(transformer_path(path)).suffix.lower() != ".json":
+    if not isinstance(path, (str, Path)) or (read := Path(transformer_path(path))).suffix.lower() != ".json":
         return ""
-    document = parse_json(read_text(transformer_path(path), "transformer config"), str(path))
+    document = parse_json(read_text(read, "transformer config"), str(path))
     if not isinstance(document, dict) or not (unread := unread_fields(document)):
         return ""
     absent = KNOWN_KEYS.get(str(document.get("model_type", "")).lower(), set()) - set(document)
@@ -161,7 +162,7 @@ def unread_fields_note(path: str | Path) -> str:
         hint = did_you_mean(key, absent, cutoff=0.9)
         named.append(f"{key}{hint[:-1]} the file leaves it out)" if hint else key)
     effect = "a misspelt key is priced at its default" if named != unread else "they change nothing here"
-    return (f"{len(unread)} field{'s' if len(unread) > 1 else ''} of config.json not read: {', '.join(named)} "
+    return (f"{len(unread)} field{'s' if len(unread) > 1 else ''} of {read.name} not read: {', '.join(named)} "
             f"({effect}; docs/formats.md lists the fields read, refused and changing no work)")
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 import archsim
 from archsim.array.config import ArrayConfig
-from archsim.training.search_result import ReadOnlyDict
+from archsim.read_only import ResultDict
 
 tp, batch = np.int64(2), np.float64(8.0)
 
@@ -32,8 +32,8 @@ archsim.gemm_cost(64, 64, 64, array=ArrayConfig(rows=16, cols=8))
 archsim.gemm_cost(64, 64, 64, ArrayConfig(rows=16, cols=8))
 
 # a search result is the sequence of its read-only rows
-best: ReadOnlyDict = found[0]
-first: tuple[ReadOnlyDict, ...] = found[:2]
+best: ResultDict = found[0]
+first: tuple[ResultDict, ...] = found[:2]
 seconds = [r["iteration_seconds"] for r in found]
 
 # what no run takes
