@@ -3,6 +3,8 @@ modules; the structure review of 2026-12-05)."""
 
 from __future__ import annotations
 
+import pytest
+
 import archsim.network
 import archsim.training.cluster_file
 import archsim.training.table_lines
@@ -59,7 +61,8 @@ def test_trains_frame_reads_its_breakdown_from_the_document_alone() -> None:
         warnings.simplefilter("ignore")
         result, _ = archsim.train("configs/transformers/gpt_1024h_24l.json", cluster="configs/clusters/a100_node.toml",
                                   global_batch=16, tp=2, pp=2, dp=2)
-    result.breakdown["compute"] = 1234.5
+    with pytest.raises(TypeError):  # read-only since 2026-12-05 (docs/api.md): the edit cannot reach either
+        result.breakdown["compute"] = 1234.5
     cell = result.to_frame()["breakdown_seconds"].iloc[0]
     document = result.to_dict()["meta"]["breakdown_seconds"]
     assert "1234.5" not in cell and document["compute"] != 1234.5
