@@ -147,9 +147,10 @@ def _widths(section: object, key: str, file: str) -> dict[int, float]:
     out = {}
     for width, value in section.items():
         try:
-            out[parse_int(width, low=1, high=64, what="element bytes")] = figure_number(value, f"{key}.{width}", file)
+            bytes_ = parse_int(width, low=1, high=64, what="element bytes")
         except ValueError as exc:
             raise InputError(f"{exc} as a key", file=file, field=f"{key}.{shown(width, 20)}") from None
+        out[bytes_] = figure_number(value, f"{key}.{width}", file)  # its own error: the figure's, at its line
     return out
 
 
