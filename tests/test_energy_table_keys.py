@@ -42,3 +42,26 @@ def test_a_bad_width_figure_is_refused_at_its_line_as_a_figure(tmp_path, old, ne
     assert f"line {_line(path, new)}, field '{field}'" in text
     assert "as a key" not in text and text.count(str(path)) == 1
     assert re.search(r"non-negative number <= 1e\+15", text)
+
+
+@pytest.mark.parametrize(("old", "new", "field"), [
+    ("access_bits = 64", "access_bits = 0", "sram.access_bits"),
+    ("area_efficiency = 0.7", "area_efficiency = 0", "sram.area_efficiency"),
+    ("area_efficiency = 0.7", "area_efficiency = 7", "sram.area_efficiency"),
+])
+def test_a_figure_is_never_replaced_by_another(tmp_path, old, new, field) -> None:
+    """Until 2026-12-05 access_bits = 0 was read as 64 and area_efficiency = 0 as 1, without a word, and a share
+    above 1 (7 for 0.7) priced an SRAM smaller than its own cells."""
+    path = _table(tmp_path, old, new)
+    with pytest.raises(InputError, match=rf"line {_line(path, new)}, field '{field}'"):
+        load_table(path)
+
+
+def test_the_sram_area_divides_the_cells_by_the_stated_share(tmp_path) -> None:
+    """Hand count: 64 KiB of 0.346 µm² cells at a share of 0.5 is 64 · 1024 · 8 · 0.346 / 0.5 µm²."""
+    from archsim.array.config import ArrayConfig
+    from archsim.energy.area import array_area
+
+    table = load_table(_table(tmp_path, "area_efficiency = 0.7", "area_efficiency = 0.5"))
+    array = ArrayConfig(rows=32, cols=32, dataflow="ws", ifmap_sram_kb=64, filter_sram_kb=64, ofmap_sram_kb=64)
+    assert array_area(array, table).ifmap_sram_mm2 == pytest.approx(64 * 1024 * 8 * 0.346 / 0.5 / 1e6, rel=1e-12)

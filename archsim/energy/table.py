@@ -161,6 +161,26 @@ def _count(value: object, where: str, file: str) -> int:
         raise InputError(str(exc), file=file, field=where) from None
 
 
+def _access_bits(value: object, file: str) -> int:
+    """``[sram] access_bits``: bits one read moves, a whole number >= 1 (a word of w bits costs w / access_bits of a
+    read); until 2026-12-05 a 0 was read as 64 without a word."""
+    bits = _count(value, "sram.access_bits", file)
+    if bits < 1:
+        raise InputError(f"expected the bits one SRAM read moves, a whole number >= 1 (horowitz45: 64), got {bits}",
+                         file=file, field="sram.access_bits")
+    return bits
+
+
+def _area_efficiency(value: object, file: str) -> float:
+    """``[sram] area_efficiency``: the share of a macro its cells take, in (0, 1] (an SRAM's area is its cells' ÷ it);
+    until 2026-12-05 a 0 was read as 1 and a figure above 1 (``7`` for 0.7) shrank the SRAM below its own cells."""
+    share = figure_number(value, "sram.area_efficiency", file)
+    if not 0 < share <= 1:
+        raise InputError(f"expected the cells' share of an SRAM macro, in (0, 1] (horowitz45: 0.7), got {share:g}",
+                         file=file, field="sram.area_efficiency")
+    return share
+
+
 def shipped_table(name: str, *, field: str = "energy-table"):
     """The shipped table file a name (``horowitz45``) stands for, inside ``configs/energy/`` only."""
     shipped = resolve_name(_energy_dir(), name, ".toml", "energy table", field=field)
@@ -214,11 +234,11 @@ def _table(data: dict, file: str) -> EnergyTable:
             register_pj_per_bit=figure_number(register["pj_per_bit"], "register.pj_per_bit", file),
             register_um2_per_bit=figure_number(register["um2_per_bit"], "register.um2_per_bit", file),
             registers_per_pe=_count(register["per_pe"], "register.per_pe", file),
-            sram_access_bits=_count(sram["access_bits"], "sram.access_bits", file) or 64,
+            sram_access_bits=_access_bits(sram["access_bits"], file),
             sram_capacity_kib=capacity, sram_read_pj=read,
             sram_write_factor=figure_number(sram["write_factor"], "sram.write_factor", file),
             sram_cell_um2=figure_number(sram["cell_um2"], "sram.cell_um2", file),
-            sram_area_efficiency=figure_number(sram["area_efficiency"], "sram.area_efficiency", file) or 1.0,
+            sram_area_efficiency=_area_efficiency(sram["area_efficiency"], file),
             dram_pj_per_bit=figure_number(data["dram"]["pj_per_bit"], "dram.pj_per_bit", file),
             pe_leakage_mw=figure_number(leakage.get("pe_mw", 0.0), "leakage.pe_mw", file),
             sram_leakage_mw_per_kib=figure_number(leakage.get("sram_mw_per_kib", 0.0), "leakage.sram_mw_per_kib", file),
