@@ -65,3 +65,17 @@ def test_the_sram_area_divides_the_cells_by_the_stated_share(tmp_path) -> None:
     table = load_table(_table(tmp_path, "area_efficiency = 0.7", "area_efficiency = 0.5"))
     array = ArrayConfig(rows=32, cols=32, dataflow="ws", ifmap_sram_kb=64, filter_sram_kb=64, ofmap_sram_kb=64)
     assert array_area(array, table).ifmap_sram_mm2 == pytest.approx(64 * 1024 * 8 * 0.346 / 0.5 / 1e6, rel=1e-12)
+
+
+@pytest.mark.parametrize(("old", "new", "field"), [
+    ('"2" = { pj = 2.0,', '"2" = { pj = "2.0",', "mac.2"),
+    ('"4" = 0.9', '"4" = "0.9"', "vector.4"),
+    ("per_pe = 3", 'per_pe = "3"', "register.per_pe"),
+    ("write_factor = 1.0", 'write_factor = "1.0"', "sram.write_factor"),
+    ("lane_pj = 4.6", 'lane_pj = "4.6"', "fused.lane_pj"),
+])
+def test_a_quoted_figure_is_refused_as_a_device_files_energy_section_refuses_it(tmp_path, old, new, field) -> None:
+    """Until 2026-12-05 a table took "2.0" as 2.0 where a device file's [energy] refuses it (docs/formats.md)."""
+    path = _table(tmp_path, old, new)
+    with pytest.raises(InputError, match=rf"line {_line(path, new)}, field '{field}': expected an? \w+ without quotes"):
+        load_table(path)
