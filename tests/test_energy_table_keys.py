@@ -79,3 +79,18 @@ def test_a_quoted_figure_is_refused_as_a_device_files_energy_section_refuses_it(
     path = _table(tmp_path, old, new)
     with pytest.raises(InputError, match=rf"line {_line(path, new)}, field '{field}': expected an? \w+ without quotes"):
         load_table(path)
+
+
+@pytest.mark.parametrize("new", ['node_nm = "7nm"', "node_nm = -7", "node_nm = 0", "node_nm = true"])
+def test_a_node_that_is_no_positive_number_is_refused(tmp_path, new) -> None:
+    """Until 2026-12-05 node_nm took any value; it is a label (no figure scales with it), so a slip is refused."""
+    path = _table(tmp_path, "node_nm = 45", new)
+    with pytest.raises(InputError, match=rf"line {_line(path, new)}, field 'node_nm': expected the process node in nm"):
+        load_table(path)
+
+
+def test_node_nm_scales_no_figure(tmp_path) -> None:
+    """The documented rule: a table stating node_nm = 7 beside the 45 nm figures prices every figure as written
+    (hand reference: the shipped file's fp16 MAC, 2.0 pJ, and DRAM, 20.3125 pJ a bit)."""
+    table = load_table(_table(tmp_path, "node_nm = 45", "node_nm = 7"))
+    assert (table.mac_pj[2], table.dram_pj_per_bit) == (2.0, 20.3125)

@@ -191,6 +191,15 @@ def _area_efficiency(value: object, file: str) -> float:
     return share
 
 
+def _node_nm(data: dict, file: str) -> None:
+    """``node_nm``, the process node the figures are for, nm: a label that scales nothing (a table for another node
+    states that node's figures), checked as a positive number so that a slip (``"7nm"``, ``-7``) is not kept."""
+    value = data.get("node_nm", 1)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1e6:
+        raise InputError(f"expected the process node in nm, a positive number (a label: no figure is scaled by it), "
+                         f"got {shown(value, 20)}", file=file, field="node_nm")
+
+
 def shipped_table(name: str, *, field: str = "energy-table"):
     """The shipped table file a name (``horowitz45``) stands for, inside ``configs/energy/`` only."""
     shipped = resolve_name(_energy_dir(), name, ".toml", "energy table", field=field)
@@ -223,6 +232,7 @@ def _table(data: dict, file: str) -> EnergyTable:
             raise InputError(f"expected a string, got {shown(data[key])}", file=file, field=key)
     if "name" in data:
         check_name(data["name"], "name", file=file)
+    _node_nm(data, file)
     try:
         mac = data["mac"]
         sram, register, leakage = data["sram"], data["register"], data.get("leakage", {})
