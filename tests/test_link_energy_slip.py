@@ -38,3 +38,16 @@ def test_train_says_it_once_on_stderr(tmp_path, capsys) -> None:
                  "--tp", "2", "--pp", "1", "--dp", "1", "--global-batch", "2"]) in (0, None)
     err = capsys.readouterr().err
     assert err.count("pj_per_bit = 540 pJ per bit") == 1 and "write pj_per_bit = 0.54" in err
+
+
+@pytest.mark.parametrize(("pj", "watts", "tail"), [
+    (0.0, 0.0, "default table)"),
+    (1.3, 0.0, "default table) + link bytes × 8 × pj_per_bit"),
+    (1.3, 50.0, "default table) + static_watts × chips × iteration time + link bytes × 8 × pj_per_bit"),
+])
+def test_energy_source_names_every_part_the_breakdown_adds(pj, watts, tail) -> None:
+    """docs/formats.md, energy_source: the links part is named where the file prices links (until 2026-12-05 not)."""
+    from archsim.training.energy_sources import device_source
+
+    device = replace(load_device(DEVICE), link_pj_per_bit=pj, static_watts=watts)
+    assert device_source(device).endswith(tail)
