@@ -24,6 +24,10 @@ MIN_GBIT_SLIP_GBPS = 8 * 300.0
 # W per chip: static power is a part of a chip's whole power, and no package draws above 1.4 kW (module docstring);
 # 50 W written in mW (50,000) is far above it
 MAX_PLAUSIBLE_STATIC_WATTS = 2000.0
+# pJ per bit on a chip's links: NVLink-C2C 1.3 (NVIDIA Grace Hopper whitepaper, 2022), off-package SerDes several
+# times that; an assumption: 100, ten times the ~10 pJ/bit scale of off-package electrical links, so that 540 fJ/bit
+# written as 540 or 1.3 nJ per 64-bit word written as 1300 is said, and no real link is
+MAX_PLAUSIBLE_LINK_PJ_PER_BIT = 100.0
 
 
 def hbm_per_flop_line(device: Device) -> str | None:
@@ -52,6 +56,17 @@ def static_watts_line(device: Device) -> str | None:
             f"is in mW, write static_watts = {watts / 1000:g}")
 
 
+def link_pj_line(device: Device) -> str | None:
+    """The warning for a ``[links] pj_per_bit`` above :data:`MAX_PLAUSIBLE_LINK_PJ_PER_BIT` (a unit slipped: fJ per
+    bit, or pJ per 64-bit word, written as pJ per bit), naming the key, the figure and both readings; None otherwise."""
+    pj = device.link_pj_per_bit
+    if pj <= MAX_PLAUSIBLE_LINK_PJ_PER_BIT:
+        return None
+    return (f"{device.name}: [links] pj_per_bit = {pj:g} pJ per bit is above any chip link's (≤ "
+            f"{MAX_PLAUSIBLE_LINK_PJ_PER_BIT:g}; NVLink-C2C 1.3): if it is in fJ per bit, write pj_per_bit = "
+            f"{pj / 1000:g}; if pJ per 64-bit word, {pj / 64:g}")
+
+
 def check_static_below_board(static_watts: float, board_watts: float | None, file: str) -> None:
     """Refuse a static power above the chip's own ``board_watts``, its whole power (W): static power is a part of
     it, so one of the two figures is wrong. InputError naming the file and key."""
@@ -61,5 +76,5 @@ def check_static_below_board(static_watts: float, board_watts: float | None, fil
                          file=file, field="device.static_watts")
 
 
-__all__ = ["MAX_PLAUSIBLE_BYTES_PER_FLOP", "MAX_PLAUSIBLE_STATIC_WATTS", "MIN_GBIT_SLIP_GBPS", "check_static_below_board",
-           "hbm_per_flop_line", "static_watts_line"]
+__all__ = ["MAX_PLAUSIBLE_BYTES_PER_FLOP", "MAX_PLAUSIBLE_LINK_PJ_PER_BIT", "MAX_PLAUSIBLE_STATIC_WATTS",
+           "MIN_GBIT_SLIP_GBPS", "check_static_below_board", "hbm_per_flop_line", "link_pj_line", "static_watts_line"]

@@ -43,7 +43,7 @@ from archsim.array.sram_sizes import (
 from archsim.choices.devices import DTYPES, FP8, NCCL_FIT
 from archsim.clock import clock_hz
 from archsim.devices.device import Arrays, Device, VectorUnit
-from archsim.devices.device_figures import check_static_below_board, hbm_per_flop_line, static_watts_line
+from archsim.devices.device_figures import check_static_below_board, hbm_per_flop_line, link_pj_line, static_watts_line
 from archsim.devices.kernel_constants import one_fraction
 from archsim.errors import InputError
 from archsim.toml_errors import located, parse_toml
@@ -294,7 +294,7 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
                       sram_in_bytes(sram, kib, f"{kib / 1024:g} KiB")):
             lines.append(slip)
     shape_named = any("check [compute] rows and cols" in line for line in lines)  # the SRAM line names the shape
-    return (*_pe_lines(device, shape_named), *lines, *filter(None, (static_watts_line(device),)))  # W, mW's slip
+    return (*_pe_lines(device, shape_named), *lines, *filter(None, (static_watts_line(device), link_pj_line(device))))  # W, mW's slip; pJ/bit
 
 
 def _hbm_gib_fix(gib: float) -> str:

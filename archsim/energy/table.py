@@ -125,6 +125,14 @@ def figure_number(value: object, where: str, file: str) -> float:
         raise InputError(str(exc), file=file, field=where) from None
 
 
+def _table_figure(value: object, where: str, file: str) -> float:
+    """A table file's figure (:func:`figure_number`), refused in quotes: TOML types its numbers, and a device file's
+    ``[energy]`` refuses ``"2.0"`` too, so the one format does not take what the other refuses."""
+    if isinstance(value, str):
+        raise InputError(f"expected a number without quotes, got {shown(value, 20)}", file=file, field=where)
+    return figure_number(value, where, file)
+
+
 def _known(section: object, keys: set[str], file: str, where: str) -> None:
     """Refuse a key the table layout does not have (a typo would otherwise be silently ignored)."""
     if isinstance(section, dict):
@@ -147,17 +155,49 @@ def _widths(section: object, key: str, file: str) -> dict[int, float]:
     out = {}
     for width, value in section.items():
         try:
-            out[parse_int(width, low=1, high=64, what="element bytes")] = figure_number(value, f"{key}.{width}", file)
+            bytes_ = parse_int(width, low=1, high=64, what="element bytes")
         except ValueError as exc:
             raise InputError(f"{exc} as a key", file=file, field=f"{key}.{shown(width, 20)}") from None
+        out[bytes_] = _table_figure(value, f"{key}.{width}", file)  # its own error: the figure's, at its line
     return out
 
 
 def _count(value: object, where: str, file: str) -> int:
+    if isinstance(value, str):
+        raise InputError(f"expected an integer without quotes, got {shown(value, 20)}", file=file, field=where)
     try:
         return parse_int(value, low=0, what="a non-negative integer")
     except ValueError as exc:
         raise InputError(str(exc), file=file, field=where) from None
+
+
+def _access_bits(value: object, file: str) -> int:
+    """``[sram] access_bits``: bits one read moves, a whole number >= 1 (a word of w bits costs w / access_bits of a
+    read); until 2026-12-05 a 0 was read as 64 without a word."""
+    bits = _count(value, "sram.access_bits", file)
+    if bits < 1:
+        raise InputError(f"expected the bits one SRAM read moves, a whole number >= 1 (horowitz45: 64), got {bits}",
+                         file=file, field="sram.access_bits")
+    return bits
+
+
+def _area_efficiency(value: object, file: str) -> float:
+    """``[sram] area_efficiency``: the share of a macro its cells take, in (0, 1] (an SRAM's area is its cells' ÷ it);
+    until 2026-12-05 a 0 was read as 1 and a figure above 1 (``7`` for 0.7) shrank the SRAM below its own cells."""
+    share = _table_figure(value, "sram.area_efficiency", file)
+    if not 0 < share <= 1:
+        raise InputError(f"expected the cells' share of an SRAM macro, in (0, 1] (horowitz45: 0.7), got {share:g}",
+                         file=file, field="sram.area_efficiency")
+    return share
+
+
+def _node_nm(data: dict, file: str) -> None:
+    """``node_nm``, the process node the figures are for, nm: a label that scales nothing (a table for another node
+    states that node's figures), checked as a positive number so that a slip (``"7nm"``, ``-7``) is not kept."""
+    value = data.get("node_nm", 1)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1e6:
+        raise InputError(f"expected the process node in nm, a positive number (a label: no figure is scaled by it), "
+                         f"got {shown(value, 20)}", file=file, field="node_nm")
 
 
 def shipped_table(name: str, *, field: str = "energy-table"):
@@ -192,11 +232,12 @@ def _table(data: dict, file: str) -> EnergyTable:
             raise InputError(f"expected a string, got {shown(data[key])}", file=file, field=key)
     if "name" in data:
         check_name(data["name"], "name", file=file)
+    _node_nm(data, file)
     try:
         mac = data["mac"]
         sram, register, leakage = data["sram"], data["register"], data.get("leakage", {})
-        capacity = tuple(figure_number(x, "sram.capacity_kib", file) for x in sram["capacity_kib"])
-        read = tuple(figure_number(x, "sram.read_pj", file) for x in sram["read_pj"])
+        capacity = tuple(_table_figure(x, "sram.capacity_kib", file) for x in sram["capacity_kib"])
+        read = tuple(_table_figure(x, "sram.read_pj", file) for x in sram["read_pj"])
         if not capacity or len(capacity) != len(read) or list(capacity) != sorted(set(capacity)) or min(capacity) <= 0 \
                 or min(read) <= 0:
             raise InputError("capacity_kib and read_pj need equal lengths, increasing positive capacities and "
@@ -210,17 +251,17 @@ def _table(data: dict, file: str) -> EnergyTable:
             mac_pj=_widths({w: v["pj"] for w, v in mac.items()}, "mac", file),
             mac_um2=_widths({w: v["um2"] for w, v in mac.items()}, "mac", file),
             vector_pj=_widths(data["vector"], "vector", file),
-            register_pj_per_bit=figure_number(register["pj_per_bit"], "register.pj_per_bit", file),
-            register_um2_per_bit=figure_number(register["um2_per_bit"], "register.um2_per_bit", file),
+            register_pj_per_bit=_table_figure(register["pj_per_bit"], "register.pj_per_bit", file),
+            register_um2_per_bit=_table_figure(register["um2_per_bit"], "register.um2_per_bit", file),
             registers_per_pe=_count(register["per_pe"], "register.per_pe", file),
-            sram_access_bits=_count(sram["access_bits"], "sram.access_bits", file) or 64,
+            sram_access_bits=_access_bits(sram["access_bits"], file),
             sram_capacity_kib=capacity, sram_read_pj=read,
-            sram_write_factor=figure_number(sram["write_factor"], "sram.write_factor", file),
-            sram_cell_um2=figure_number(sram["cell_um2"], "sram.cell_um2", file),
-            sram_area_efficiency=figure_number(sram["area_efficiency"], "sram.area_efficiency", file) or 1.0,
-            dram_pj_per_bit=figure_number(data["dram"]["pj_per_bit"], "dram.pj_per_bit", file),
-            pe_leakage_mw=figure_number(leakage.get("pe_mw", 0.0), "leakage.pe_mw", file),
-            sram_leakage_mw_per_kib=figure_number(leakage.get("sram_mw_per_kib", 0.0), "leakage.sram_mw_per_kib", file),
+            sram_write_factor=_table_figure(sram["write_factor"], "sram.write_factor", file),
+            sram_cell_um2=_table_figure(sram["cell_um2"], "sram.cell_um2", file),
+            sram_area_efficiency=_area_efficiency(sram["area_efficiency"], file),
+            dram_pj_per_bit=_table_figure(data["dram"]["pj_per_bit"], "dram.pj_per_bit", file),
+            pe_leakage_mw=_table_figure(leakage.get("pe_mw", 0.0), "leakage.pe_mw", file),
+            sram_leakage_mw_per_kib=_table_figure(leakage.get("sram_mw_per_kib", 0.0), "leakage.sram_mw_per_kib", file),
             fused=_fused(data.get("fused", {}), file),
         )
     except KeyError as exc:
@@ -235,9 +276,9 @@ def _fused(section: dict, file: str) -> tuple[float, ...]:
     if not isinstance(section, dict):
         raise InputError("expected a table of figures", file=file, field="fused")
     if set(FUSED_KEYS) <= set(section):
-        return tuple(figure_number(section[key], f"fused.{key}", file) for key in FUSED_KEYS)
+        return tuple(_table_figure(section[key], f"fused.{key}", file) for key in FUSED_KEYS)
     shipped = dict(zip(FUSED_KEYS, load_table(DEFAULT_TABLE).fused, strict=True))  # the shipped table states all
-    return tuple(figure_number(section[key], f"fused.{key}", file) if key in section else shipped[key] for key in FUSED_KEYS)
+    return tuple(_table_figure(section[key], f"fused.{key}", file) if key in section else shipped[key] for key in FUSED_KEYS)
 
 
 ACCUMULATOR_BITS = 32  # int8 products accumulate in int32, 16-bit floats' in fp32 (module accumulator_bits)

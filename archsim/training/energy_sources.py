@@ -11,13 +11,15 @@ from archsim.training.rates import watts
 MODEL_SOURCE = "energy model on the ops' accesses (archsim.energy, default table)"
 FILE_SOURCE = "energy model on the ops' accesses (archsim.energy, the device file's [energy])"
 STATIC_SOURCE = " + static_watts × chips × iteration time"  # after MODEL_SOURCE where the device states static power
+LINKS_SOURCE = " + link bytes × 8 × pj_per_bit"  # after them where the device prices its links ([links] pj_per_bit)
 BOARD_SOURCE = "board power × iteration time"
 
 
 def device_source(device: Device) -> str:
-    """``energy_source`` of an array device: which figures priced it, and its static power where it states one."""
+    """``energy_source`` of an array device: which figures priced it, its static power where it states one and its
+    links where it prices them (until 2026-12-05 unnamed here, though ``energy_breakdown_j`` had the part)."""
     return (FILE_SOURCE if device.energy_table or device.energy_figures else MODEL_SOURCE) + (
-        STATIC_SOURCE if device.static_watts else "")
+        STATIC_SOURCE if device.static_watts else "") + (LINKS_SOURCE if device.link_pj_per_bit else "")
 
 
 def sources_text(sources: dict[str, list[str]]) -> str:
