@@ -98,12 +98,21 @@ def test_each_network_has_its_per_layer_chart_and_gantt_after_its_speedups(repor
     assert layers == expected
 
 
-def test_the_gantt_and_per_layer_titles_are_the_headings_alone(report):
-    """The Gantt's title was both the heading and the figure's own, wrapped onto two lines above its legend."""
+def test_the_gantt_and_per_layer_charts_draw_a_short_title_of_their_own(report):
+    """The Gantt's long title was both the heading and the figure's own, wrapped onto two lines above its legend;
+    then neither chart drew one, so a plot saved alone (plotly's camera button) said nothing of what it shows. Each
+    draws one line now naming the network, the array and the batch: the detail configuration is the smallest array
+    at the smallest batch (16x16 ws, batch 4), the Gantt's processors those its heading names."""
     page = report[0].read_text(encoding="utf-8")
     titled = [html.unescape(str(layout.get("title", {}).get("text", ""))) for _, layout in plotly_figures(page)]
-    assert not [t for t in titled if "LayerPipe schedule" in t or "per-layer" in t]
+    assert not [t for t in titled if "LayerPipe schedule" in t or "per-layer" in t]  # the heading's words stay there
     assert len([t for t in headings(page) if "LayerPipe schedule" in t]) == len(ORDER)
+    for network in ORDER:
+        [gantt] = [h for h in headings(page) if network_of(h) == network and "LayerPipe schedule" in h]
+        processors = re.search(r"schedule on (\d+) processors", gantt)[1]
+        assert f"{network}: F/G/D cycles by layer, 16x16 ws, batch 4" in titled
+        assert f"{network}: LayerPipe on {processors} processors, 16x16 ws, batch 4" in titled
+    assert all(len(t) <= 80 for t in titled if "LayerPipe on" in t or "by layer" in t)  # one line (gantt.wrapped)
 
 
 def shown_tables(page: str) -> list[tuple[set[str], list[str], list[list[str]]]]:

@@ -112,11 +112,13 @@ def check_flags(args: argparse.Namespace) -> None:
                          "--microbatches", field="microbatches")
     given = [flag for flag, value in (("--alpha", args.alpha), ("--split-axes", args.split_axes),
                                       ("--borrow", args.borrow)) if value is not None]
+    # a flag beside another method: the line names both flags as typed, not a field label ("field 'method'")
     if given and args.method != "layerpipe":
-        raise InputError(f"{given[0]} tunes LayerPipe's Algorithm 1: give it with --method layerpipe", field="method")
+        raise InputError(f"{given[0]} tunes LayerPipe's Algorithm 1, which --method {args.method} does not run: "
+                         "give it with --method layerpipe")
     if args.dfg and args.method != "layerpipe":
-        raise InputError("--dfg writes LayerPipe's pipelined training DFG: give it with --method layerpipe",
-                         field="method")
+        raise InputError(f"--dfg writes LayerPipe's pipelined training DFG, which --method {args.method} does not "
+                         "make: give it with --method layerpipe")
     if args.dfg and args.schedule in FLUSHED_SCHEDULES:
         raise InputError(f"--dfg writes the pipeline with delayed gradients; --schedule {args.schedule} flushes "
                          "every iteration (one weight version): leave --schedule out or choose one that does not flush",

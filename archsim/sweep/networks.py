@@ -64,13 +64,20 @@ def unit_lowering(path: str, sha256: str, only: tuple[str, ...], batch: int, mod
 
 
 def network_digests(spec: SweepSpec | DeviceSweepSpec) -> dict[str, str]:
-    """sha256 of each network's parsed layers (what its results depend on, not its file name)."""
+    """sha256 of each network's parsed layers (what its results depend on, not its file name); a network without
+    any of the spec's ``only`` kinds is refused at that key's line."""
     digests = {}
+    only = spec.only if isinstance(spec, SweepSpec) else ()
     for network in spec.networks:
+        sha256 = file_sha256_unless_shipped(network)
         try:
-            layers = loaded_network(network, file_sha256_unless_shipped(network)).layers
+            layers = loaded_network(network, sha256).layers
         except InputError as exc:
             raise spec_key_error(network_error(spec.source, network, exc), spec.source, "networks") from None
+        try:  # a kind the network lacks: refused at the spec's only line, before anything is written
+            unit_network(network, sha256, only)
+        except InputError as exc:
+            raise spec_key_error(exc.message, spec.source, "only") from None
         digests[network] = hashlib.sha256(repr(layers).encode()).hexdigest()
     return digests
 

@@ -69,7 +69,8 @@ def _detail_row(results: pd.DataFrame) -> pd.Series:
 def _detail_sections(rows: pd.DataFrame, folder: Path, own_networks: tuple[str, ...], record: dict, processors: int,
                      alpha: float, median: bool) -> list[Section]:
     """One network's per-layer F/G/D cycles and LayerPipe Gantt at :func:`_detail_row`'s configuration; none
-    where its file is not read. The heading carries the title: the figure draws none of its own."""
+    where its file is not read. The heading carries the long title; each figure draws a short one of its own
+    (:func:`figure_title`), which a plot saved alone (plotly's camera button) keeps."""
     from archsim.array.costing import cost_network
     from archsim.lowering import check_mode
     from archsim.report.sweep_report import layer_breakdown_figure
@@ -97,9 +98,16 @@ def _detail_sections(rows: pd.DataFrame, folder: Path, own_networks: tuple[str, 
     axes = tuple(axes) if isinstance(axes, list) and axes and set(axes) <= set(SPLIT_AXES) else SPLIT_AXES
     borrow = recorded_borrow(record)[0]  # the spec's first borrow value (the printed walk where it runs that first)
     borrow = borrow if borrow in LAYERPIPE_BORROW else BORROW_PAPER
-    return [(title, layer_breakdown_figure(costs), command),
+    return [(title, layer_breakdown_figure(costs, figure_title(network.name, "F/G/D cycles by layer", first, array)),
+             command),
             gantt_section(network, array, first, processors, engine, memory, alpha, median=median, axes=axes,
                            borrow=borrow)]
+
+
+def figure_title(network: str, shows: str, first, array) -> str:
+    """A report figure's own title, short enough for one line above its legend: the network, what it shows, the
+    array (rows x cols, dataflow, element size where not 1 byte) and the samples per micro-batch it costs."""
+    return f"{network}: {shows}, {first.rows}x{first.cols} {first.dataflow}{_width(array)}, batch {_micro_batch(first)}"
 
 
 def _micro_batch(first) -> int:
@@ -162,8 +170,8 @@ def gantt_section(network, array, first, processors: int, engine: str = "analyti
     the whole batch (a plain sweep's row: a pipeline's steady state, which one micro-batch would not show).
     ``median``: ``processors`` is the median of the sweep's counts, which the title says. The title names
     the stages the plan uses too: LayerPipe's plan may use fewer stages than it is given processors, and a
-    chart of 7 stages titled only "8 processors" reads as one missing. The title is the section's heading
-    alone (in the figure too it wrapped onto a second line above the legend). ``borrow``: LayerPipe's --borrow,
+    chart of 7 stages titled only "8 processors" reads as one missing. The title is the section's heading (in
+    the figure too it wrapped onto a second line above the legend); the figure's own is short (:func:`figure_title`). ``borrow``: LayerPipe's --borrow,
     said in the title and command only where it is not the printed walk's."""
     from archsim.lowering import check_mode
     from archsim.partition import build_profile
@@ -194,7 +202,9 @@ def gantt_section(network, array, first, processors: int, engine: str = "analyti
                + (f" --split-axes {','.join(axes)}" if axes != SPLIT_AXES else "")
                + (f" --borrow {borrow}" if gainful else "")
                + f" --microbatches {microbatches} --gantt gantt.html")
-    return title, gantt_figure(timeline.to_frame(), borrowed=plan.borrowed_ops), command
+    shows = f"LayerPipe on {processors} {'processor' if processors == 1 else 'processors'}"
+    return title, gantt_figure(timeline.to_frame(), figure_title(network.name, shows, first, array),
+                               borrowed=plan.borrowed_ops), command
 
 
 __all__ = ["gantt_section", "network_sections", "spec_methods", "spec_networks"]
