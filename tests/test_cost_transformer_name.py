@@ -1,7 +1,9 @@
-"""A shipped transformer's name given to an array command (``cost gpt2``): the array commands read a transformer
-config by path, and the refusal must say which file to give, not only list the topology CSVs without it."""
+"""Refusals a newcomer meets first. A shipped transformer's name given to an array command (``cost gpt2``): the
+array commands read a transformer config by path, and the refusal must say which file to give, not only list the
+topology CSVs without it. `train` without `--global-batch`: the refusal says what the number is."""
 
 import pytest
+from test_docs import ROOT
 
 from archsim.cli import main
 from archsim.validate import shipped_file
@@ -24,3 +26,11 @@ def test_a_name_no_transformer_has_keeps_the_plain_line(tmp_path, monkeypatch, c
     assert main(["cost", "vg16", "--array", "32x32"]) == 2
     err = capsys.readouterr().err
     assert "no shipped network named 'vg16'; shipped: " in err and "transformer" not in err
+
+
+def test_train_without_global_batch_says_what_to_give(capsys) -> None:
+    """Failed before: "--global-batch is required (unless --runs)" named the flag but not what its number is."""
+    assert main(["train", "gpt2", "--cluster", str(ROOT / "configs" / "clusters" / "a100_node.toml")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert "--global-batch is required" in err and "samples one iteration trains" in err and "--global-batch 8" in err
