@@ -6,6 +6,8 @@ GPU half that :mod:`archsim.links` imports."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from archsim.validate import did_you_mean
 
 CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link", "gpu_memory_gb",
@@ -69,13 +71,14 @@ def _gbytes_hint(key: str, value: object, here: str) -> str:
     return f" (did you mean {meant!r}{where}? it takes Gbit/s{figure})"
 
 
-def key_hint(key: str, here: str, keys: set[str], value: object = None) -> str:
+def key_hint(key: str, here: str, keys: set[str], value: object = None, written: Iterable[str] = ()) -> str:
     """The hint of an unknown ``key`` (given ``value``) in the cluster file's table ``here`` (``[cluster]``,
     ``[[servers]]`` or ``[network]``): where it is another of the three tables' key, that table (``nic_gbps`` in
     ``[cluster]`` is ``[network]``'s, where a near name of ``here``'s would mislead: ``inter_server_link`` in
     ``[network]`` is not ``nics_per_server``); a key of GB/s whose key takes Gbit/s (``nic_gbs``), that key and the
     figure to write; another tool's name for a key (:data:`KEY_ALIASES`: ``rails``, ``gpus_per_node``), the key
-    meant and its table; else the nearest of ``keys``."""
+    meant and its table; else the nearest of ``keys`` the table does not already hold (``written``: its keys as
+    given; ``gpsu`` beside ``gpu = "a100-80gb"`` means ``gpus``, not the ``gpu`` written two lines below it)."""
     for table, known in TABLES:
         if table != here and key in known:
             return f" ({key!r} is a key of {table}: write it there)"
@@ -86,7 +89,7 @@ def key_hint(key: str, here: str, keys: set[str], value: object = None) -> str:
     if alias is not None:
         table, meant = alias
         return f" (did you mean {meant!r}{'' if table == here else f' of {table}'}?)"
-    return did_you_mean(key, keys)
+    return did_you_mean(key, keys - set(written))
 
 
 __all__ = ["CLUSTER_KEYS", "KEY_ALIASES", "MAX_GBPS", "MIN_GBPS", "NETWORK_KEYS", "SERVER_KEYS", "is_gbps", "key_hint"]

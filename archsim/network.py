@@ -212,7 +212,7 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
         raise InputError("expected a table: write [network] above its keys", file=file, field="network")
     unknown = sorted(set(table) - NETWORK_KEYS)
     if unknown:
-        hint = key_hint(unknown[0], "[network]", NETWORK_KEYS, table[unknown[0]])
+        hint = key_hint(unknown[0], "[network]", NETWORK_KEYS, table[unknown[0]], table)
         raise InputError(f"unknown key in [network]{hint}; keys are "
                          f"{', '.join(sorted(NETWORK_KEYS))}", file=file, field=unknown[0])
     nics = _positive(table, "nics_per_server", None, file)

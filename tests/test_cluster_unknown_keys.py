@@ -36,3 +36,19 @@ def test_another_tools_name_for_a_servers_counts_is_told_the_key_meant(tmp_path,
     with pytest.raises(InputError) as caught:
         load_gpu_cluster(str(path))
     assert f"unknown key in [[servers]] (did you mean {meant!r}?)" in caught.value.message
+
+
+@pytest.mark.parametrize(("table", "meant"), [
+    ('[cluster]\n[[servers]]\ncount = 1\ngpsu = 8\ngpu = "a100-80gb"\n', "gpus"),  # gpu is written: gpus is meant
+    ('[cluster]\nnmae = "a"\nname = "b"\n[[servers]]\ngpus = 8\ngpu = "h100"\n', None),  # name written: no guess
+])
+def test_a_misspelt_key_is_not_told_a_key_the_table_already_holds(tmp_path, table, meant):
+    """Failed before: ``gpsu = 8`` beside ``gpu = "a100-80gb"`` (a transposed ``gpus``) was told "did you mean 'gpu'?",
+    a key the table already holds; renamed so, the file is no TOML (a key twice)."""
+    path = tmp_path / "cluster.toml"
+    path.write_text(table)
+    with pytest.raises(InputError) as caught:
+        load_gpu_cluster(str(path))
+    hint = caught.value.message.split(";")[0]
+    assert hint.startswith("unknown key in ")
+    assert (f"(did you mean {meant!r}?)" in hint) if meant else "did you mean" not in hint

@@ -174,3 +174,19 @@ def test_a_quoted_or_semicolon_runs_header_says_so(tmp_path, text, says) -> None
         read_runs(path)
     assert says in caught.value.message and "missing column" not in caught.value.message
     assert caught.value.where.line == 1
+
+
+@pytest.mark.parametrize(("given", "meant"), [("a100", "a100_node"), ("h100_2_server", "h100_2_servers"),
+                                              ("A100_NODE.toml", "a100_node")])
+def test_a_name_near_a_shipped_clusters_points_at_that_file(tmp_path, monkeypatch, capsys, given, meant) -> None:
+    """`--cluster a100` (a newcomer's guess at the shipped a100_node) said only "cluster file not found": the line
+    must name the shipped cluster it is near and where its file is, in one line."""
+    from archsim.validate import shipped_file
+
+    monkeypatch.chdir(tmp_path)
+    shipped = shipped_file("clusters", meant, (".toml",), "cluster")
+    assert shipped is not None
+    assert main(["train", "gpt2", "--global-batch", "8", "--cluster", given]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert "cluster file not found" in err and f"did you mean {meant!r}?" in err and str(shipped) in err

@@ -242,7 +242,8 @@ def run(args: argparse.Namespace) -> int:
     config = with_load_imbalance(with_capacity(config, args.moe_expert_capacity_factor,
                                                args.moe_pad_expert_input_to_capacity), args.moe_load_imbalance)
     if args.global_batch is None:
-        raise InputError("--global-batch is required (unless --runs)", field="global-batch")
+        raise InputError("--global-batch is required (unless --runs): the samples one iteration trains, all "
+                         "data-parallel replicas together, e.g. --global-batch 8", field="global-batch")
     if args.sweep:
         return run_train_sweep(args, config, dtype_given, given)
     from archsim.training.layout_notes import sequence_parallel_run

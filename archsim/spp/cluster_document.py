@@ -80,7 +80,10 @@ def read_cluster_document(path: str | Path) -> dict:
     except InputError as exc:  # a shipped cluster's name given as MODEL takes a shipped model's: say where it is
         shipped = _shipped_cluster(path) if exc.message == "cluster file not found" else None
         if shipped is None:
-            raise
+            listing = _near_shipped(path) if exc.message == "cluster file not found" else ""
+            if not listing:
+                raise
+            raise InputError(f"{exc.message}{listing}", file=str(path)) from None
         raise InputError(f"{exc.message}; the shipped cluster of that name is {shipped}: give its path",
                          file=str(path)) from None
     try:
@@ -89,6 +92,23 @@ def read_cluster_document(path: str | Path) -> dict:
         if Path(path).suffix.lower() == ".cfg" or "[architecture_presets]" in text:
             raise InputError(CFG_NOT_CLUSTER, file=str(path), field="cluster") from None
         raise
+
+
+def _near_shipped(path: str | Path) -> str:
+    """For a bare name (no folder) that names no file and no shipped cluster but is near one's (``a100`` and
+    ``a100_node``, ``h100_2_server``): that cluster's file, for the refusal to point at; "" for a path (meant as
+    written) or a name like none (the plain line stays: a file of the user's own was meant)."""
+    from difflib import get_close_matches
+
+    from archsim.validate import shipped_names
+
+    text = str(path)
+    if "/" in text or "\\" in text or not text.isprintable() or not text:
+        return ""
+    stem = text[:-5] if text.lower().endswith(".toml") else text
+    nearest = get_close_matches(stem.lower(), shipped_names("clusters", (".toml",)), n=1, cutoff=0.6)
+    near = _shipped_cluster(nearest[0]) if nearest else None
+    return f" (did you mean {nearest[0]!r}?); the shipped cluster of that name is {near}: give its path" if near else ""
 
 
 def _shipped_cluster(path: str | Path) -> Path | None:

@@ -247,7 +247,7 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError("expected [[servers]] tables", file=file, field="servers")
     unknown = sorted(set(cluster) - CLUSTER_KEYS)
     if unknown:
-        raise InputError(f"unknown key in [cluster]{key_hint(unknown[0], '[cluster]', CLUSTER_KEYS, cluster[unknown[0]])}; "
+        raise InputError(f"unknown key in [cluster]{key_hint(unknown[0], '[cluster]', CLUSTER_KEYS, cluster[unknown[0]], cluster)}; "
                          "keys are "
                          f"{', '.join(sorted(CLUSTER_KEYS))}", file=file, field=unknown[0])
     if seed is None:
@@ -263,7 +263,7 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     for table, group in enumerate(spec["servers"]):
         unknown = sorted(set(group) - SERVER_KEYS)
         if unknown:
-            hint = key_hint(unknown[0], "[[servers]]", SERVER_KEYS, group[unknown[0]])
+            hint = key_hint(unknown[0], "[[servers]]", SERVER_KEYS, group[unknown[0]], group)
             raise InputError(f"unknown key in [[servers]]{hint}; keys are "
                              f"{', '.join(sorted(SERVER_KEYS))}", file=file, field=f"servers[{table + 1}].{unknown[0]}")
         count, gpus = group.get("count", 1), group.get("gpus")

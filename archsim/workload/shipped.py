@@ -182,9 +182,25 @@ def shipped_key(name: str, *, missing: str = "no") -> str:
     key = name.strip().lower().replace("-", "_")
     entry = resolve_name(shipped_dir(), key, ".csv", "shipped network", field="NETWORK")
     if not is_file(entry):
-        raise InputError(f"{missing} shipped network named {name!r}; shipped: {', '.join(shipped_networks())}",
-                         field="NETWORK")
+        raise InputError(f"{missing} shipped network named {name!r}{_transformer_hint(name)}; shipped: "
+                         f"{', '.join(shipped_networks())}", field="NETWORK")
     return key
+
+
+def _transformer_hint(name: str) -> str:
+    """Where ``name`` is a shipped transformer's (``gpt2``: what ``train`` takes as MODEL), its config file, which the
+    array commands read by path: a user who trained ``gpt2`` is told what to give ``cost`` rather than a list of CSVs
+    without it; "" for any other name."""
+    from archsim.validate import shipped_file
+
+    text = name.strip()
+    if not text or "/" in text or "\\" in text or not text.isprintable():
+        return ""
+    try:
+        found = shipped_file("transformers", text, (".json", ".toml"), "transformer config")
+    except InputError:  # a name the shipped folder refuses (".." and the like): no hint
+        return ""
+    return f" ({text} is a shipped transformer config: give its file, {found})" if found else ""
 
 
 def load_shipped(name: str, *, geometry: str = "archsim", shapes: str = "auto", missing: str = "no") -> Network:
