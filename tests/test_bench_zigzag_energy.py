@@ -28,9 +28,9 @@ def test_partial_sums_are_32_bits_in_zigzag_workload() -> None:
 def test_output_register_holds_a_32_bit_partial_sum_at_the_register_figure() -> None:
     yaml = load_benchmark("bench_zigzag_energy").accelerator_yaml(ARRAY)
     out = yaml.split("  reg_O:\n", 1)[1].split("  sram_I:\n", 1)[0]
-    assert re.search(r"^    size: (\d+)$", out, re.M).group(1) == "32"
+    assert re.search(r"^    size: (\d+)$", out, re.MULTILINE).group(1) == "32"
     per_access = 0.009 * 256  # pJ of one 256-bit access: the table's register pJ per bit × bits
     assert float(re.search(r"r_cost: ([\d.e-]+)", out).group(1)) == pytest.approx(per_access, rel=1e-9)
     assert float(re.search(r"w_cost: ([\d.e-]+)", out).group(1)) == pytest.approx(per_access, rel=1e-9)
     operand = yaml.split("  reg_I:\n", 1)[1].split("  reg_W:\n", 1)[0]
-    assert re.search(r"^    size: (\d+)$", operand, re.M).group(1) == "8"
+    assert re.search(r"^    size: (\d+)$", operand, re.MULTILINE).group(1) == "8"
