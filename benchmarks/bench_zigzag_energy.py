@@ -10,7 +10,10 @@ accelerator this script writes from archsim's :class:`~archsim.energy.AccessEner
 weight-stationary array with 64 KiB ifmap/filter/ofmap SRAMs: the same pJ per MAC, per register
 word, per SRAM word of each operand and per DRAM word. Each forward op of the network is one GEMM
 (im2col: rows = N·E·F, reduction = R·S·C, columns = filters), ZigZag's ``O[b][k] += I[b][c]·W[c][k]``
-with every operand 8 bits (archsim's element size; partial sums too, as archsim counts words).
+with inputs, weights and final outputs 8 bits (archsim's element size) and partial sums at archsim's
+accumulator width (:func:`~archsim.energy.table.accumulator_bits`, 32 bits: ZigZag's ``O`` precision and a
+32-bit output register at ``psum_register_pj``; since 2026-12-05, when archsim began moving partial sums at
+32 bits — until then 8 bits, which made archsim's register energy look 22–26× ZigZag's).
 
 Spatial mapping as SCALE-Sim's ws: array rows ← reduction (C), columns ← filters (K). ZigZag's
 memory hierarchy per operand: a register level, the operand's SRAM, DRAM. It cannot express the
@@ -31,18 +34,25 @@ What differs, and why (printed with the numbers):
   SCALE-Sim's fixed fold order and prefetch model re-fetch, which is more.
 * **In the array.** archsim charges two register moves per MAC (systolic hops) + stationary loads;
   ZigZag charges its register levels per access under broadcast/reduction, which is far fewer.
+* **Partial sums outside the array.** ZigZag's precision is one per operand, not per level: its partial
+  sums are 32 bits in the ofmap SRAM and DRAM too (only final outputs, ``O_final``, 8 bits), while archsim
+  reads and writes every ofmap SRAM word, partial sum or not, at the element's 8 bits. So ZigZag's ofmap
+  SRAM is ≈ 4× archsim's, and its 32-bit partial sums fill the 64 KiB SRAM sooner, which moves its
+  mapping and DRAM on conv3–4. Only the register level is like for like.
 
-Measured (``benchmarks/results/zigzag_energy_layerpipe_sample.csv``, the sample's four conv
-layers, batch 1): MAC energy equal (same count × same figure); ZigZag's DRAM equals the compulsory
-floor on conv1–2 (a loop order that streams the ifmap once while the weights stay in SRAM exists)
-and is 1.6–1.7× it on conv3–4; archsim's cycle engine (SCALE-Sim's traffic) is 1.6–5.5× ZigZag's
-DRAM energy, since SCALE-Sim's ws order re-reads the ifmap per column fold and counts whole prefetch
-lines; register energy archsim ≈ 9–10× ZigZag (systolic hops vs broadcast and
-spatial reduction); filter SRAM ZigZag up to 8× archsim (its 8-bit weight register per PE is
-refilled when the searched loop order revisits a weight; SCALE-Sim's ws loads each weight once per
-fold); ifmap/ofmap SRAM within 0.83–1.0×. Totals (analytic engine) within 1–3 % on conv1–2,
-ZigZag 1.4× on conv3–4 through its DRAM re-fetches. DRAM dominates every total, so which memory
-model is right for a design matters more than any per-access figure.
+Measured 2026-12-05 (``benchmarks/results/zigzag_energy_layerpipe_sample.csv``, the sample's four conv
+layers, batch 1; figures of 2026-11-24, 8-bit partial sums on both sides, until 2026-12-05): MAC energy
+equal (same count × same figure); ZigZag's DRAM equals the compulsory floor on conv1–2 and is 1.7× it on
+conv3, 2.9× on conv4 (1.6–1.7× until 2026-12-05); archsim's cycle engine (SCALE-Sim's traffic) is
+1.6–5.5× ZigZag's DRAM energy, since SCALE-Sim's ws order re-reads the ifmap per column fold and counts
+whole prefetch lines; register energy archsim ≈ 7–9× ZigZag (9–10× until 2026-12-05: systolic hops vs
+broadcast and spatial reduction); filter SRAM ZigZag 8.5–16× archsim (up to 8× until 2026-12-05: its
+8-bit weight register per PE is refilled when the searched loop order revisits a weight; SCALE-Sim's ws
+loads each weight once per fold); ifmap SRAM within 0.83–1.0×; ofmap SRAM ZigZag ≈ 4× archsim (32-bit
+partial sums, above; archsim 0.86–0.98× ZigZag until 2026-12-05). Totals (analytic engine): ZigZag 7–9 % above archsim on
+conv1–2 (within 1–3 % until 2026-12-05), 1.6× on conv3 and 2.4× on conv4 through its DRAM re-fetches
+(1.4× until 2026-12-05). DRAM dominates every total, so which memory model is right for a design matters
+more than any per-access figure.
 """
 
 from __future__ import annotations
@@ -59,6 +69,7 @@ import pandas as pd
 
 from archsim.array.config import ArrayConfig
 from archsim.energy import access_energies, op_energy
+from archsim.energy.table import accumulator_bits
 from archsim.lowering import lower_network
 from archsim.workload import load_network
 
@@ -101,10 +112,12 @@ def _memory(name: str, bits: int, operands: list[str], per_byte_read: float, per
 def accelerator_yaml(array: ArrayConfig) -> str:
     e = access_energies(array)
     kib = lambda k: k * 1024 * 8
+    psum = accumulator_bits(array.element_bytes)  # archsim's partial-sum register width (32 for int8)
+    per_byte_psum = e.psum_register_pj / (psum // 8)  # = register_pj per byte: a psum move costs psum_register_pj
     return ("name: archsim_ws\n\nmemories:\n"
             + _memory("reg_I", 8, ["I1"], e.register_pj, e.register_pj, "D2")
             + _memory("reg_W", 8, ["I2"], e.register_pj, e.register_pj, "")
-            + _memory("reg_O", 8, ["O"], e.register_pj, e.register_pj, "D1")
+            + _memory("reg_O", psum, ["O"], per_byte_psum, per_byte_psum, "D1")
             + _memory("sram_I", kib(array.ifmap_sram_kb), ["I1"], e.ifmap_read_pj, e.ifmap_write_pj, "D1, D2")
             + _memory("sram_W", kib(array.filter_sram_kb), ["I2"], e.filter_read_pj, e.filter_write_pj, "D1, D2")
             + _memory("sram_O", kib(array.ofmap_sram_kb), ["O"], e.ofmap_read_pj, e.ofmap_write_pj, "D1, D2")
@@ -126,6 +139,16 @@ MAPPING = """- name: default
 """
 
 
+def gemm_workload(m: int, k: int, n: int, array: ArrayConfig) -> list[dict]:
+    """ZigZag's workload of out[m×n] = A[m×k]·B[k×n]: operands and final outputs 8 bits (the script's 1-byte
+    words), partial sums (``O``) at archsim's accumulator width (bits), as archsim's register moves price them."""
+    word = 8
+    return [{"id": 0, "operator_type": "Gemm", "equation": "O[b][k]+=I[b][c]*W[c][k]",
+             "dimension_relations": [], "loop_dims": ["B", "C", "K"], "loop_sizes": [m, k, n],
+             "operand_precision": {"W": word, "I": word, "O": accumulator_bits(array.element_bytes), "O_final": word},
+             "operand_source": {"I": 0, "W": 0}}]
+
+
 def zigzag_energy(m: int, k: int, n: int, array: ArrayConfig, folder: Path) -> dict[str, float]:
     """ZigZag's energy breakdown (pJ) of out[m×n] = A[m×k]·B[k×n]: MAC, and per operand per level."""
     from zigzag.api import get_hardware_performance_zigzag
@@ -133,9 +156,7 @@ def zigzag_energy(m: int, k: int, n: int, array: ArrayConfig, folder: Path) -> d
     accelerator, mapping = folder / "accelerator.yaml", folder / "mapping.yaml"
     accelerator.write_text(accelerator_yaml(array))
     mapping.write_text(MAPPING.format(rows=array.rows, cols=array.cols))
-    workload = [{"id": 0, "operator_type": "Gemm", "equation": "O[b][k]+=I[b][c]*W[c][k]",
-                 "dimension_relations": [], "loop_dims": ["B", "C", "K"], "loop_sizes": [m, k, n],
-                 "operand_precision": {"W": 8, "I": 8, "O": 8, "O_final": 8}, "operand_source": {"I": 0, "W": 0}}]
+    workload = gemm_workload(m, k, n, array)
     logging.disable(logging.CRITICAL)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         energy, _, cmes = get_hardware_performance_zigzag(
