@@ -127,13 +127,13 @@ def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool
     from archsim.progress import progress
 
     out: dict[str, list[object]] = {column: [] for column in CYCLE_COLUMNS + (("min_bandwidth",) if min_bandwidth else ())}
-    dims = (shapes[c].to_numpy(dtype=np.int64) for c in ("m", "k", "n", "rows", "cols"))
-    work = float(gemm_cost(*dims, dataflow_codes(shapes["dataflow"].to_numpy())).cycles.sum())  # stall-free cycles
+    m, k, n, rows, cols = (shapes[c].to_numpy(dtype=np.int64) for c in ("m", "k", "n", "rows", "cols"))
+    work = float(gemm_cost(m, k, n, rows, cols, dataflow_codes(shapes["dataflow"].to_numpy())).cycles.sum())
     with progress(len(shapes), "cycle engine", "GEMM", delay=bar_delay(work)) as bar:  # one long GEMM: drawn at once
-        for m, k, n, rows, cols, dataflow in shapes[list(SHAPE_COLUMNS)].itertuples(index=False):
-            bar.set_postfix_str(f"{m}x{k}x{n}")
-            array = replace(memory, rows=int(rows), cols=int(cols), dataflow=str(dataflow))
-            _cycle_row(out, int(m), int(k), int(n), array, min_bandwidth, layout)
+        for a, b, c, height, width, dataflow in shapes[list(SHAPE_COLUMNS)].itertuples(index=False):
+            bar.set_postfix_str(f"{a}x{b}x{c}")
+            array = replace(memory, rows=int(height), cols=int(width), dataflow=str(dataflow))
+            _cycle_row(out, int(a), int(b), int(c), array, min_bandwidth, layout)
             bar.update()
     return pd.DataFrame(out, index=shapes.index)
 
