@@ -175,8 +175,17 @@ def fewer_processors_note(profile: LayerProfile, plan: Partition, processors: in
     cheap); the note then says so."""
     if plan.method != "layerpipe" or not isinstance(processors, int) or not 1 < processors:
         return None
-    costs = [partition(profile, count, "layerpipe", **options).max_stage_cost
-             for count in range(1, min(processors, FEWER_CHECK_MAX + 1))]
+    from archsim.partition.coster import DeltaCoster
+    from archsim.progress import progress
+
+    counts = range(1, min(processors, FEWER_CHECK_MAX + 1))
+    coster = options.get("coster") or DeltaCoster.of(profile)
+    stepped = coster is not None and coster.engine == "cycle"  # seconds a plan (its δ splits stepped): drawn at once
+    costs = []
+    with progress(len(counts), "layerpipe on fewer processors", "plan", delay=0.0 if stepped else 1.0) as bar:
+        for count in counts:  # the analytic engine's plans take ms each: a bar only past a second
+            costs.append(partition(profile, count, "layerpipe", **options).max_stage_cost)
+            bar.update()
     best = min(costs)  # index() below: the fewest processors that reach it
     if not plan.max_stage_cost > best * (1 + 1e-12):  # float sums' last bits are no slowdown
         return None

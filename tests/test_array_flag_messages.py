@@ -158,3 +158,12 @@ def test_the_in_server_unit_warning_names_the_file_to_edit_and_both_units(tmp_pa
     assert "the cluster file's [[servers]] intra_server_gbps takes Gbit/s both directions" in warning, warning
     assert "the device file's intra_gbps GB/s per direction, so" in warning, warning
     assert f"runs 1/{ratio} of the link" in warning and "if that was the unit, write intra_server_gbps = 3200;" in warning
+
+
+def test_one_number_array_is_square_as_documented(capsys) -> None:
+    """`--array 32` is taken as 32x32 (kept): docs/cli.md says so (it did not), and the gemm row's array is 32 by 32."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert "(one number is a square array: `--array 32` is 32x32)" in " ".join(text.split())
+    assert main(["gemm", "--m", "64", "--k", "64", "--n", "64", "--array", "32", "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert (row["rows"], row["cols"]) == (32, 32)

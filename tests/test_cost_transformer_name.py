@@ -34,3 +34,18 @@ def test_train_without_global_batch_says_what_to_give(capsys) -> None:
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1
     assert "--global-batch is required" in err and "samples one iteration trains" in err and "--global-batch 8" in err
+
+
+def test_search_without_global_batch_says_what_train_says(capsys) -> None:
+    """Failed before: search left it to argparse ("the following arguments are required: --global-batch"), which
+    names the flag but not its number; train's refusal says what it is. One wording: the same words after the flag."""
+    cluster = str(ROOT / "configs" / "clusters" / "a100_node.toml")
+    assert main(["search", "gpt2", "--cluster", cluster]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert "--global-batch is required: the samples one iteration trains, all data-parallel replicas together, " \
+           "e.g. --global-batch 8" in err
+    assert main(["train", "gpt2", "--cluster", cluster]) == 2
+    train_err = capsys.readouterr().err
+    assert err.split("--global-batch is required", 1)[1].split(": ", 1)[1] == \
+        train_err.split("--global-batch is required (unless --runs)", 1)[1].split(": ", 1)[1]

@@ -57,6 +57,14 @@ def rated_k(k: npt.ArrayLike, array: ArrayConfig) -> np.ndarray:
     return np.asarray(k) if array.mac_rate == 1 else packed_k(k, array.mac_rate)
 
 
+def bar_delay(work: float) -> float:
+    """Seconds before the cycle engine's bar is drawn, for ``work`` stall-free cycles to step (the analytic cycles: a
+    measure of its stepping, :data:`STEPS_PER_SECOND`). A bar with a delay is drawn only at an update past it, so one
+    long GEMM would run unseen: at once (0) where the run is a second or more of stepping, else after 1 s (never, for
+    a quick run)."""
+    return 0.0 if work >= STEPS_PER_SECOND else 1.0
+
+
 def cycle_results(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfig) -> tuple[list, np.ndarray]:
     """(results, index): the cycle engine's result of each distinct GEMM shape among ``m``, ``k``, ``n``, each
     stepped once, and each GEMM's row in them. The one loop the cycle engine's costs and energies step through, with
@@ -68,10 +76,7 @@ def cycle_results(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfi
     results = []
     # The simulation steps through every cycle: the analytic (stall-free) cycles measure its work.
     work = gemm_cost(shapes[:, 0], shapes[:, 1], shapes[:, 2], array.rows, array.cols, array.dataflow).cycles.tolist()
-    # A bar with a delay is drawn only at an update past it, so one long GEMM would run unseen: draw it at once
-    # where the whole run is a second or more of stepping, naming the GEMM under way.
-    delay = 0.0 if sum(work) >= STEPS_PER_SECOND else 1.0
-    with progress(int(sum(work)), "cycle engine", "cycle", delay=delay, unit_scale=True) as bar:
+    with progress(int(sum(work)), "cycle engine", "cycle", delay=bar_delay(sum(work)), unit_scale=True) as bar:
         for row, (a, b, c) in enumerate(shapes.tolist()):
             bar.set_postfix_str(f"{a}x{b}x{c}")
             results.append(simulate_cached(a, b, c, array))

@@ -119,15 +119,21 @@ def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool
                   layout: GemmLayout | None = None) -> pd.DataFrame:
     """The cycle engine's figures for every shape row, on ``memory``'s SRAMs and bandwidth (and
     custom ``layout``, when given); a shapes file's GEMMs take seconds each, so a bar counts them on a terminal."""
+    import numpy as np
     import pandas as pd
 
+    from archsim.array.analytic import dataflow_codes, gemm_cost
+    from archsim.array.costing import bar_delay
     from archsim.progress import progress
 
     out: dict[str, list[object]] = {column: [] for column in CYCLE_COLUMNS + (("min_bandwidth",) if min_bandwidth else ())}
-    with progress(len(shapes), "cycle engine", "GEMM", delay=1.0) as bar:
-        for m, k, n, rows, cols, dataflow in shapes[list(SHAPE_COLUMNS)].itertuples(index=False):
-            array = replace(memory, rows=int(rows), cols=int(cols), dataflow=str(dataflow))
-            _cycle_row(out, int(m), int(k), int(n), array, min_bandwidth, layout)
+    m, k, n, rows, cols = (shapes[c].to_numpy(dtype=np.int64) for c in ("m", "k", "n", "rows", "cols"))
+    work = float(gemm_cost(m, k, n, rows, cols, dataflow_codes(shapes["dataflow"].to_numpy())).cycles.sum())
+    with progress(len(shapes), "cycle engine", "GEMM", delay=bar_delay(work)) as bar:  # one long GEMM: drawn at once
+        for a, b, c, height, width, dataflow in shapes[list(SHAPE_COLUMNS)].itertuples(index=False):
+            bar.set_postfix_str(f"{a}x{b}x{c}")
+            array = replace(memory, rows=int(height), cols=int(width), dataflow=str(dataflow))
+            _cycle_row(out, int(a), int(b), int(c), array, min_bandwidth, layout)
             bar.update()
     return pd.DataFrame(out, index=shapes.index)
 

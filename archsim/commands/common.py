@@ -250,6 +250,14 @@ WHOLE_SPLIT = "samples per iteration, the whole mini-batch: with --microbatches 
 BATCH_HELP = {"cost": "samples per iteration, the whole mini-batch, costed as one batch", "energy": WHOLE_SPLIT,
               "plan": WHOLE_SPLIT, "pipeline": PER_MICROBATCH, "schedule": PER_MICROBATCH}
 LAYER_COST_BATCH_HELP = f"{PER_MICROBATCH} (default: 32)"
+# what --global-batch is, in train's and search's refusal without it (one wording for both)
+GLOBAL_BATCH_MEANING = "the samples one iteration trains, all data-parallel replicas together, e.g. --global-batch 8"
+
+
+def global_batch_required(unless: str = "") -> str:
+    """The one line ``train`` and ``search`` refuse with when ``--global-batch`` is missing (``unless``: where the flag
+    may be left out, e.g. "--runs"): argparse's bare "required" named the flag, not what its number is."""
+    return f"--global-batch is required{f' (unless {unless})' if unless else ''}: {GLOBAL_BATCH_MEANING}"
 
 
 def add_layer_cost_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:

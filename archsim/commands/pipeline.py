@@ -149,7 +149,13 @@ def run(args: argparse.Namespace) -> int:
     array = config_array(args)
     warn_sram_unused(args, "pipeline's analytic layer cycles and stage costs")
     profile = build_profile(network, array, args.batch, args.mode, args.engine)
-    plan = partition(profile, args.processors, args.method, **options)
+    from archsim.progress import progress
+
+    # Algorithm 1's δ splits step their sub-GEMMs on the cycle engine (seconds): a bar while the plan is made
+    stepped = args.method == "layerpipe" and args.engine == "cycle"
+    with progress(1, f"pipeline {args.method}", "plan", enabled=stepped) as bar:
+        plan = partition(profile, args.processors, args.method, **options)
+        bar.update()
     single = float(profile.total.sum())
     records = plan.to_rows()  # plain rows: pandas only for --memory's footprint table
     meta: dict[str, object] = {

@@ -33,6 +33,7 @@ from archsim.commands.common import (
     add_model_argument,
     add_output_arguments,
     emit,
+    global_batch_required,
     note_default_seq,
     note_unread_cluster_keys,
     positive_int,
@@ -54,7 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_argument(parser)
     parser.add_argument("--cluster", required=True, metavar="CLUSTER.toml",
                         help='cluster TOML whose [[servers]] name their GPU (gpu = "a100-80gb")')
-    parser.add_argument("--global-batch", type=positive_int, required=True, help="samples per iteration")
+    parser.add_argument("--global-batch", type=positive_int, default=None,  # refused in run(), saying what it is
+                        help="samples per iteration (required)")
     parser.add_argument("--gpus", action=ListFlag, item=positive_int, default=None,
                         help="GPUs to use, one count or several to compare (default: all the cluster's; the first "
                              "GPUs of the cluster file)")
@@ -164,6 +166,10 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.table_lines import csv_rows, table_rows
     from archsim.workload.model_files import config_dtype_note, load_transformer
 
+    if args.global_batch is None:
+        from archsim.errors import InputError
+
+        raise InputError(global_batch_required(), field="global-batch")
     chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
     cp_comm_rule(args.cp or [1], args.cp_comm)
     config = with_mtp_layers(with_load_imbalance(load_transformer(args.model, seq=args.seq), args.moe_load_imbalance),

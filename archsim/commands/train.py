@@ -29,6 +29,7 @@ from archsim.commands.common import (
     add_model_argument,
     add_output_arguments,
     emit,
+    global_batch_required,
     note_default_seq,
     note_unread_cluster_keys,
     phases,
@@ -242,8 +243,7 @@ def run(args: argparse.Namespace) -> int:
     config = with_load_imbalance(with_capacity(config, args.moe_expert_capacity_factor,
                                                args.moe_pad_expert_input_to_capacity), args.moe_load_imbalance)
     if args.global_batch is None:
-        raise InputError("--global-batch is required (unless --runs): the samples one iteration trains, all "
-                         "data-parallel replicas together, e.g. --global-batch 8", field="global-batch")
+        raise InputError(global_batch_required("--runs"), field="global-batch")
     if args.sweep:
         return run_train_sweep(args, config, dtype_given, given)
     from archsim.training.layout_notes import sequence_parallel_run
