@@ -6,36 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from recorded_bars import record_bars
+
 from archsim.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-class _Bar:
-    def __init__(self, total: int) -> None:
-        self.total, self.updates = total, []
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def update(self, n: float = 1) -> None:
-        self.updates.append(n)
-
-    def set_postfix_str(self, text: str = "", refresh: bool = True) -> None:
-        return None
-
-
 def test_the_network_study_counts_every_scan_step(monkeypatch, capsys):
-    bars: list[_Bar] = []
-
-    def progress(total: int, desc: str, unit: str, **_options) -> _Bar:
-        bars.append(_Bar(total))
-        return bars[-1]
-
-    monkeypatch.setattr("archsim.progress.progress", progress)
+    bars = record_bars(monkeypatch)
     assert main(["bppsa", "network", str(ROOT / "docs" / "examples" / "bppsa_chain.csv"), "--format", "json"]) == 0
     capsys.readouterr()
     # 7 operators, 8 elements, K = ⌈log₂ 8⌉ = 3: up-sweep levels d = 0, 1 hold 4 and 2 pairs, the down-sweep

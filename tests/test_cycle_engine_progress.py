@@ -14,44 +14,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from recorded_bars import RecordingBar, record_bars
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-class _Bar:
-    """A stand-in for :func:`archsim.progress.progress`'s bar that records what it is told."""
-
-    def __init__(self, total: int, desc: str, unit: str, enabled: bool, options: dict) -> None:
-        self.total, self.desc, self.unit, self.enabled, self.options = total, desc, unit, enabled, options
-        self.updates: list[float] = []
-        self.postfixes: list[str] = []
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def update(self, n: float = 1) -> None:
-        self.updates.append(n)
-
-    def set_postfix_str(self, text: str = "", refresh: bool = True) -> None:
-        self.postfixes.append(text)
-
-    def close(self) -> None:
-        return None
-
-
 @pytest.fixture
-def bars(monkeypatch) -> list[_Bar]:
-    made: list[_Bar] = []
-
-    def progress(total: int, desc: str, unit: str, enabled: bool = True, **options) -> _Bar:
-        made.append(_Bar(total, desc, unit, enabled, options))
-        return made[-1]
-
-    monkeypatch.setattr("archsim.progress.progress", progress)
-    return made
+def bars(monkeypatch) -> list[RecordingBar]:
+    return record_bars(monkeypatch)
 
 
 def test_gemm_bar_counts_gemms_and_is_drawn_at_once_for_a_long_one(bars, monkeypatch) -> None:

@@ -14,7 +14,8 @@ import sys
 import termios
 import threading
 from pathlib import Path
-from typing import Self
+
+from recorded_bars import RecordingBar, record_bars
 
 from archsim.cli import main
 
@@ -24,34 +25,8 @@ PLAN = ["plan", "vgg16", "--only", "conv", "--array", "128x128", "--cluster",
 VGG = ["bppsa", "pruned-vgg11", "--width-divisor", "16", "--compare-levels", "2"]
 
 
-class _Bar:
-    """A bar that records its total and every update (drawn nowhere)."""
-
-    def __init__(self, total: int) -> None:
-        self.total, self.updates = total, []
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def update(self, n: float = 1) -> None:
-        self.updates.append(n)
-
-    def set_postfix_str(self, text: str = "", refresh: bool = True) -> None:
-        return None
-
-
-def _recorded(monkeypatch) -> list[_Bar]:
-    bars: list[_Bar] = []
-
-    def progress(total: int, desc: str, unit: str, **_options) -> _Bar:
-        bars.append(_Bar(total))
-        return bars[-1]
-
-    monkeypatch.setattr("archsim.progress.progress", progress)
-    return bars
+def _recorded(monkeypatch) -> list[RecordingBar]:
+    return record_bars(monkeypatch)
 
 
 def test_spps_bar_counts_the_prm_levels_as_they_are_built(monkeypatch, capsys):
