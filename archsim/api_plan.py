@@ -139,14 +139,15 @@ def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: Co
     built: list[ArrayConfig] = []  # the array run_plan priced the layers on, if any: config read only then
 
     def array_of(args: SimpleNamespace) -> ArrayConfig:
-        built.append(build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes))
+        built.append(build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+                                 rated=True))  # a .cfg's [macs_per_pe] rate of dtype, as cost's
         return built[-1]
 
     # the run's notes, warned once it succeeds: a refused run raises its error alone
     done = said_after(lambda hold: run_plan(settings, loader=loader, array_of=array_of, speak=hold), _warn)
     for line in (*done.warnings, *done.notes):  # the cluster file's lines, said after the run as the command's
         _warn("note", line)
-    for note in unread_keys_notes(config) if built else ():  # as archsim plan says it of its --config
+    for note in unread_keys_notes(config, rates_read=True) if built else ():  # as archsim plan says it of its --config
         library_note(note, stacklevel=3)
     from archsim.rows import Rows
 

@@ -153,7 +153,7 @@ def test_bad_rates_are_refused_at_their_line(tmp_path, capsys, rates, device, me
 
 
 def test_readers_that_price_one_mac_name_the_cfg_s_section(tmp_path):
-    """A reader that prices one MAC per PE per cycle (config_unread_keys_note: plan's, an array sweep's naming no
+    """A reader that prices one MAC per PE per cycle (config_unread_keys_note: an array sweep's naming no
     dtype) says the rate goes unread, naming the .cfg's own section; the readers that run it (rates_read) say
     nothing."""
     config = _cfg(tmp_path, "[macs_per_pe]\nfp8 = 2\n")

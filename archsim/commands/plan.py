@@ -103,13 +103,19 @@ def _network(args: argparse.Namespace):
     return network_from_args(args, batch_note=False)
 
 
+def _array(args: argparse.Namespace):
+    """The array the layers are priced on: a ``.cfg``'s GEMMs at its ``[macs_per_pe]`` rate of ``--dtype``, as
+    ``cost``'s (:func:`array_from_args`, ``rated``); one MAC per PE per cycle without ``--dtype`` (int8)."""
+    return array_from_args(args, rated=True)
+
+
 def layer_profile(args: argparse.Namespace):
     """:func:`archsim.plan_profile.layer_profile` with the command's network and array flags (notes on stderr). Public:
     the profile ``plan`` prices is checked apart from the plan made of it."""
     from archsim.console import say
     from archsim.plan_profile import layer_profile as priced
 
-    return priced(args, loader=_network, array_of=array_from_args, speak=say)
+    return priced(args, loader=_network, array_of=_array, speak=say)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     drawn = bool(args.gantt or args.trace or args.schedule_csv)
     # the run's notes (servers' devices set aside, --max-stages above the plans) after it, as the cluster file's:
     # a refused run prints its error line alone (docs/cli.md)
-    done = run_plan(args, loader=_network, array_of=array_from_args, speak=say_after_run, drawn=drawn,
+    done = run_plan(args, loader=_network, array_of=_array, speak=say_after_run, drawn=drawn,
                     phases=phases)
     meta = done.meta
     if meta.get("method") == "pipedream" and args.format != "json":  # its tables of levels: JSON's alone

@@ -43,8 +43,8 @@ def config_unread_keys_note(config: str | Path, *, name: str | None = None, rate
     every reader of a device file says it; None for a plain ``.cfg`` and for a device ``.cfg`` train refuses (only
     train's reading gives a device to judge). ``name``: the file as the user named it (default ``config``);
     ``rates_read``: the caller runs the file's GEMMs at its MACs per PE per cycle (``cost``, ``energy``, ``gemm``,
-    ``pipeline``, ``schedule``, ``bppsa rnn``, an array sweep with a ``dtypes`` axis), so :func:`mac_rates_note` is not
-    said."""
+    ``pipeline``, ``schedule``, ``plan``, ``bppsa rnn``, an array sweep with a ``dtypes`` axis), so
+    :func:`mac_rates_note` is not said."""
     try:
         device = load_device(config)
     except InputError:
@@ -56,18 +56,18 @@ def config_unread_keys_note(config: str | Path, *, name: str | None = None, rate
 
 
 def mac_rates_note(device: Device, file: str) -> str | None:
-    """The note that a reader of a device file that does not read its MACs per PE per cycle (``plan``'s, an array
-    sweep's without a ``dtypes`` axis, whose rows name no dtype: :func:`config_unread_keys_note`) prices SCALE-Sim's
-    array, one MAC per PE per cycle; ``train`` and ``search``, and since 2026-12-05 ``cost``, ``energy``, ``gemm``,
-    ``pipeline``, ``schedule`` and ``bppsa rnn`` (at ``--dtype``'s rate) and an array sweep's ``dtypes`` rows, run
-    GEMMs at it, a TOML's ``[compute] macs_per_pe`` or a ``.cfg``'s ``[macs_per_pe]``. None where the file states no
+    """The note that a reader of a device file that does not read its MACs per PE per cycle (an array sweep's without
+    a ``dtypes`` axis, whose rows name no dtype: :func:`config_unread_keys_note`) prices SCALE-Sim's array, one MAC
+    per PE per cycle; ``train`` and ``search``, and since 2026-12-05 ``cost``, ``energy``, ``gemm``, ``pipeline``,
+    ``schedule`` and ``bppsa rnn`` (since 2026-12-06 ``plan``; at ``--dtype``'s rate) and an array sweep's ``dtypes``
+    rows, run GEMMs at it, a TOML's ``[compute] macs_per_pe`` or a ``.cfg``'s ``[macs_per_pe]``. None where the file states no
     rate other than 1."""
     if all(rate == 1 for _, rate in device.macs_per_pe):
         return None
     key = "[macs_per_pe]" if Path(file).suffix.lower() == ".cfg" else "[compute] macs_per_pe"
     return (f"{file}: {key} is not read here: this prices SCALE-Sim's array at one MAC per PE per cycle in every "
-            "dtype (train and search, cost, energy, gemm, pipeline, schedule and bppsa rnn at --dtype's rate, and an "
-            "array sweep's dtypes rows, run GEMMs at it)")
+            "dtype (train and search, cost, energy, gemm, pipeline, schedule, plan and bppsa rnn at --dtype's rate, "
+            "and an array sweep's dtypes rows, run GEMMs at it)")
 
 
 __all__ = ["config_unread_keys_note", "mac_rates_note", "unread_keys_note"]
