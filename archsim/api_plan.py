@@ -75,7 +75,7 @@ def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: Co
     Returns a :class:`PlanResult` (``.table``, ``.meta``, ``to_dict()``: the command's JSON; ``.timeline``). The
     notes and warnings the command prints on stderr (the cluster file's, the servers' devices set aside) warn
     (UserWarning)."""
-    from archsim.choices.devices import ARRAY_DTYPES
+    from archsim.choices.devices import FP8_ARRAY_DTYPES
     from archsim.modes import MODES
     from archsim.plan_flags import BASELINE_CONFIGS, LINK_MODELS, METHODS, NO_BASELINES, REPLICATION_MODELS
     from archsim.plan_run import run_plan
@@ -112,7 +112,7 @@ def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: Co
     if dataflow is not None:
         check_choice(dataflow, ("ws", "os", "is"), "dataflow")
     if dtype is not None:
-        check_choice(dtype, ARRAY_DTYPES, "dtype")
+        check_choice(dtype, FP8_ARRAY_DTYPES, "dtype")  # fp8 on an array, as cost's
     if config is not None:
         check_path(config, "config", "a SCALE-Sim .cfg path")
     element_bytes, micro_batch, batch = (None if value is None else positive_int(value, name) for value, name in (
@@ -140,7 +140,7 @@ def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: Co
 
     def array_of(args: SimpleNamespace) -> ArrayConfig:
         built.append(build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
-                                 rated=True))  # a .cfg's [macs_per_pe] rate of dtype, as cost's
+                                 rated=True, fp8=True))  # a .cfg's [macs_per_pe] rate of dtype, as cost's
         return built[-1]
 
     # the run's notes, warned once it succeeds: a refused run raises its error alone

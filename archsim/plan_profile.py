@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archsim.choices.devices import DTYPES
+from archsim.choices.devices import DTYPES, FP8
 from archsim.console import Speak, say, setting
 from archsim.errors import InputError
 from archsim.plan_cluster import server_devices, server_machine
@@ -41,6 +41,11 @@ def layer_profile(args: Any, *, loader: Callable[[Any], Network], array_of: Call
 
     named = server_devices(args.cluster)
     if named and not array_flags(args):
+        if args.dtype == FP8:  # train's --fp8 is a recipe beside a 16-bit dtype, not a dtype of its own
+            raise InputError(f"on the servers' device the layers train in {', '.join(DTYPES)} (train's "
+                             f"{setting('dtype')}; fp8 is train's --fp8 beside one of them, which plan does not "
+                             f"price); {setting('dtype', FP8)} prices on an array, at a .cfg's [macs_per_pe] fp8 "
+                             f"rate: give {setting('array')}/{setting('config')}", field="dtype")
         if args.dtype not in (None, *DTYPES):
             raise InputError(f"on the servers' device the layers train in {', '.join(DTYPES)} (train's "
                              f"{setting('dtype')}); {args.dtype} sizes an array's words: price on an array with "

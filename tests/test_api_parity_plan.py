@@ -106,7 +106,7 @@ def test_plan_refuses_as_the_command_does(network, keywords, flags, line, comman
     ({"microbatches": 0}, "microbatches"), ({"microbatches": "four"}, "microbatches"),
     ({"method": "best"}, "method"), ({"baselines": "all"}, "baselines"), ({"seed": -1}, "seed"),
     ({"links": "fast"}, "links"), ({"memory_constraint": "yes"}, "memory_constraint"),
-    ({"activation_compression_ratio": 0}, "activation-compression-ratio"), ({"dtype": "fp8"}, "dtype"),
+    ({"activation_compression_ratio": 0}, "activation-compression-ratio"), ({"dtype": "fp4"}, "dtype"),
     ({"mode": "fast"}, "mode"), ({"clock_ghz": 1e9}, "clock-ghz"), ({"max_search_steps": 0}, "max-search-steps"),
     ({"cluster": 3}, "cluster"), ({"microbatch": 4}, "microbatch"),
 ])

@@ -127,6 +127,6 @@ def test_fp8_is_refused_where_it_cannot_be_priced(tmp_path, capsys):
     assert said.count("\n") == 0 and "energy table 'nofp8' has no fp8 MAC figure" in said
     assert cli_json([*flags, "--dtype", "int8"], capsys)["rows"]  # its int8 figures still price
     # commands that do not price fp8 keep their choices
-    assert "expected one of int8, fp32, fp16, bf16, got 'fp8'" in cli_error(["plan", str(network), "--dtype", "fp8"], capsys)
+    assert "expected one of int8, fp32, fp16, bf16, got 'fp8'" in cli_error(["bppsa", "rnn", "--dtype", "fp8"], capsys)
     with pytest.raises(InputError, match="fp8"):
         archsim.array_config(dtype="fp8")

@@ -117,3 +117,35 @@ def test_on_the_servers_device_file_plan_prices_as_cost_s_chip_columns(tmp_path,
     assert row["microbatch_forward_seconds"] == pytest.approx(sum(r["F_chip_seconds"] for r in rows), rel=1e-12)
     assert row["microbatch_backward_seconds"] == pytest.approx(
         sum(r["G_chip_seconds"] + r["D_chip_seconds"] for r in rows), rel=1e-12)
+
+
+def test_plan_dtype_fp8_prices_at_the_fp8_rate_in_one_byte_words(tmp_path, capsys):
+    """--dtype fp8 (since 2026-12-06), as cost's: the file's fp8 = 2 halves the K walk (the rate-2 hand count, cost's
+    F and G + D cycles), the tensors in 1-byte words; the API alike."""
+    network, config, cluster = _files(tmp_path, "[macs_per_pe]\nfp8 = 2\n")
+    flags = ["plan", network, "--cluster", cluster, "--microbatches", "2", "--micro-batch", "16", "--config", config,
+             "--dtype", "fp8"]
+    got = cli_json(flags, capsys)
+    (row,) = got["rows"]
+    assert (got["meta"]["dtype"], got["meta"]["element_bytes"]) == ("fp8", 1)
+    assert row["microbatch_forward_seconds"] == pytest.approx(_hand(2)[0] * 1e-9, rel=1e-12)
+    assert row["microbatch_backward_seconds"] == pytest.approx(_hand(2)[1] * 1e-9, rel=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = archsim.plan(network, cluster=cluster, microbatches=2, config=config, dtype="fp8", micro_batch=16)
+    assert result.to_dict() == got
+
+
+def test_plan_dtype_fp8_is_refused_where_it_cannot_be_priced(tmp_path, capsys):
+    """A device .cfg stating no fp8 rate: cost's one line; on the servers' device (train's dtypes, fp8 being train's
+    --fp8 recipe): one line pointing at an array."""
+    from api_parity_helpers import cli_error
+
+    network, config, cluster = _files(tmp_path, "")
+    said = cli_error(["plan", network, "--cluster", cluster, "--microbatches", "2", "--config", config, "--dtype",
+                      "fp8"], capsys)
+    assert said.count("\n") == 0 and "--dtype fp8 needs the device's fp8 rate" in said
+    devices = tmp_path / "dev.toml"
+    devices.write_text('[cluster]\nname = "c"\n\n[[servers]]\ncount = 1\ngpus = 1\ndevice = "chip.cfg"\n')
+    said = cli_error(["plan", network, "--cluster", str(devices), "--microbatches", "2", "--dtype", "fp8"], capsys)
+    assert said.count("\n") == 0 and "fp8 is train's --fp8" in said and "--array/--config" in said

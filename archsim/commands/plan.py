@@ -76,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                 "cluster's gpu_memory_gb, default 16)")
     pipedream.add_argument("--straight-pipeline", action="store_true", help="no stage replication")
     pipedream.add_argument("--use-fewer-machines", action="store_true", help="a plan may leave machines idle")
-    add_array_arguments(parser, device_dtype=DEFAULT_DTYPE)  # on the servers' GPU: train's fp16, not int8
+    add_array_arguments(parser, device_dtype=DEFAULT_DTYPE, fp8=True)  # on the servers' GPU: train's fp16, not int8
     parser.add_argument("--micro-batch", type=positive_int, default=None,
                         help=f"samples per micro-batch (layer costs; default {DEFAULT_MICRO_BATCH})")
     parser.add_argument("--batch", type=positive_int, default=None,
