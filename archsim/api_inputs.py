@@ -66,18 +66,19 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
     stating ``[memory] hbm_gbps`` and no ``Bandwidth``, without ``bandwidth``, gives the array the DRAM words/cycle
     that file's cycle engine runs at (:func:`archsim.array.device_rate.with_device_bandwidth`, in words of the
     ``dtype``/``element_bytes`` given here), so the config costs under ``engine="cycle"`` as ``config=`` does; the
-    analytic engine reads no bandwidth."""
+    analytic engine reads no bandwidth. A ``.cfg``'s ``[macs_per_pe]`` rate of ``dtype`` is its ``mac_rate`` (1
+    without ``dtype``), as ``config=`` times the GEMMs (since 2026-12-06)."""
     from archsim.array.device_rate import with_device_bandwidth
     from archsim.array.options import element_width
     from archsim.console import library_note
 
     built = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
-                        bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
+                        bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, rated=True)
     file = cfg_as_config(array, config)[1]
     if file is not None and bandwidth is None:  # the file's GB/s in its own clock's words, as the commands read it
         width = element_width(dtype, None if element_bytes is None else int(str(element_bytes)))  # checked above
         built = with_device_bandwidth(built, file, width or 1)[0]
-    for note in unread_keys_notes(file):
+    for note in unread_keys_notes(file, rates_read=True):  # its [macs_per_pe] read, as cost's
         library_note(note, stacklevel=user_stacklevel())
     return built
 
@@ -122,6 +123,7 @@ def build_array(array: str | Path | ArrayConfig | None = None, *, config: str | 
         if config is not None:
             raise InputError("give an ArrayConfig or a .cfg file, not both", field="config")
         changes: dict[str, Any] = {}  # ArrayConfig's fields, checked by it
+        check_rate_width(array, element_bytes)
         if dataflow is not None:
             changes["dataflow"] = dataflow
         if element_bytes is not None:
@@ -135,6 +137,17 @@ def build_array(array: str | Path | ArrayConfig | None = None, *, config: str | 
     if huge:  # the line the array commands warn on stderr
         library_note(huge, stacklevel=user_stacklevel())
     return built
+
+
+def check_rate_width(array: ArrayConfig, element_bytes: int | None) -> None:
+    """Refuse, in one line, re-making at another element width an ``ArrayConfig`` whose ``mac_rate`` is not 1: the
+    rate is its file's of the dtype it was built at (:func:`array_config`), not of the new one's, which only the file
+    states."""
+    if array.mac_rate == 1 or element_bytes is None or element_bytes == array.element_bytes:
+        return
+    raise InputError(f"this ArrayConfig's GEMMs run at {array.mac_rate:g} MACs per PE per cycle, its device file's "
+                     f"rate of its {array.element_bytes}-byte dtype, not of {element_bytes}-byte words: give the "
+                     "file as config= with the dtype, which reads that dtype's rate", field="dtype")
 
 
 def cfg_as_config(array, config):
@@ -252,6 +265,7 @@ __all__ = [
     "build_array",
     "cfg_as_config",
     "check_config",
+    "check_rate_width",
     "config_notes",
     "is_config_path",
     "load_network",

@@ -149,3 +149,28 @@ def test_plan_dtype_fp8_is_refused_where_it_cannot_be_priced(tmp_path, capsys):
     devices.write_text('[cluster]\nname = "c"\n\n[[servers]]\ncount = 1\ngpus = 1\ndevice = "chip.cfg"\n')
     said = cli_error(["plan", network, "--cluster", str(devices), "--microbatches", "2", "--dtype", "fp8"], capsys)
     assert said.count("\n") == 0 and "fp8 is train's --fp8" in said and "--array/--config" in said
+
+
+def test_array_config_carries_the_cfg_s_rate_of_its_dtype(tmp_path, capsys):
+    """archsim.array_config(config=f, dtype=d) (since 2026-12-06) times GEMMs at f's rate of d, so cost(array=…) is
+    cost(config=f, dtype=d); bf16, unstated, and no dtype (int8) at 1; re-made at another width: refused in one line
+    (the rate is fp16's), and no note that the rate goes unread."""
+    from archsim.errors import InputError
+
+    network, config, _ = _files(tmp_path, "[macs_per_pe]\nfp16 = 2\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        array = archsim.array_config(config=config, dtype="fp16")
+    assert not [w for w in caught if "not read here" in str(w.message)]
+    assert array.mac_rate == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert archsim.array_config(config=config, dtype="bf16").mac_rate == 1
+        assert archsim.array_config(config=config).mac_rate == 1
+        given = archsim.cost(network, array=array, batch=16).table
+        named = archsim.cost(network, config=config, dtype="fp16", batch=16).table
+        assert given["F_cycles"].tolist()[:2] == [_os(16, 40, 8, 2), _os(16, 8, 24, 2)]  # 67, 107: the hand count
+        assert given["F_cycles"].tolist() == named["F_cycles"].tolist()
+        with pytest.raises(InputError, match="its 2-byte dtype, not of 4-byte words") as refused:
+            archsim.cost(network, array=array, dtype="fp32", batch=16)
+    assert "\n" not in str(refused.value)
