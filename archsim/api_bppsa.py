@@ -45,7 +45,8 @@ def bppsa_rnn(*, seq_len: Counts = PAPER_SEQ_LENS, hidden: Count = 20,
     lengths = [check_seq_len(value, "seq-len") for value in listed(seq_len, "seq-len")]
     counts = [positive_int(value, "processors") for value in listed(processors, "processors")]
     hidden, batch = positive_int(hidden, "hidden"), positive_int(batch, "batch")
-    chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes, rated=True)
+    chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes, rated=True,
+                         fp8=True)  # fp8 as cost's: the .cfg's fp8 rate, 1-byte words
     page = _page_path(report)
     lengths, counts = without_repeats(lengths, "seq-len", _warn), without_repeats(counts, "processors", _warn)
     done = rnn_study(lengths, counts, hidden=hidden, batch=batch, array=chosen, dtype=dtype)

@@ -141,3 +141,27 @@ def test_bppsa_rnn_page_names_the_cfg_that_sets_the_rate(tmp_path, monkeypatch):
                  config="chip.cfg")
     assert "--processors 4 --config chip.cfg --array 8x8 --dataflow os --dtype bf16" in commands[0]
     assert "--config" not in commands[1] and "--processors 4 --array 8x8 --dataflow os --dtype bf16" in commands[1]
+
+
+def test_bppsa_rnn_dtype_fp8_runs_at_the_fp8_rate_in_one_byte_words(tmp_path, capsys):
+    """--dtype fp8 (since 2026-12-06), as cost's: the file's fp8 = 2 gives BP's rate-2 hand count, in 1-byte words
+    (int8's bytes per worker); a device .cfg stating no fp8 rate is refused in cost's one line; the API alike."""
+    import warnings
+
+    import archsim
+
+    rated, _ = _rnn(tmp_path, capsys, "[macs_per_pe]\nfp8 = 2\n", "--dtype", "fp8")
+    assert rated["bp_cycles"] == _bp_cycles(10, 2) == 639
+    int8, _ = _rnn(tmp_path, capsys, "[macs_per_pe]\nfp8 = 2\n", "--dtype", "int8")
+    assert int8["bp_cycles"] == _bp_cycles(10, 1)
+    assert (rated["bppsa_bytes_per_worker"], rated["pipeline_bytes_per_worker"]) == (
+        int8["bppsa_bytes_per_worker"], int8["pipeline_bytes_per_worker"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        api = archsim.bppsa_rnn(seq_len=10, processors=4, config=tmp_path / "chip.cfg", dtype="fp8")
+    assert api.to_dict()["rows"][0] == rated and api.to_dict()["meta"]["dtype"] == "fp8"
+    (tmp_path / "chip.cfg").write_text(CFG.format(rates="", device=""))
+    capsys.readouterr()
+    assert main(["bppsa", "rnn", "--config", str(tmp_path / "chip.cfg"), "--dtype", "fp8"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--dtype fp8 needs the device's fp8 rate" in err

@@ -59,7 +59,7 @@ def add_rnn_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=positive_int, default=16, help="mini-batch size B (default 16, §5.1)")
     parser.add_argument("--processors", action=ListFlag, item=positive_int, default=[64, 256, 1024], metavar="P",
                         help="processor (array) counts p (default 64,256,1024)")
-    add_array_arguments(parser)
+    add_array_arguments(parser, fp8=True)  # fp8: a .cfg's fp8 rate in 1-byte words, as cost's
     add_output_arguments(parser)
     parser.add_argument("--report", type=output_flag, default=None, metavar="OUT.html", help="write the HTML study page")
 
