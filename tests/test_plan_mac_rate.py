@@ -174,3 +174,20 @@ def test_array_config_carries_the_cfg_s_rate_of_its_dtype(tmp_path, capsys):
         with pytest.raises(InputError, match="its 2-byte dtype, not of 4-byte words") as refused:
             archsim.cost(network, array=array, dtype="fp32", batch=16)
     assert "\n" not in str(refused.value)
+
+
+def test_gemm_cost_refuses_a_rated_array_config(tmp_path):
+    """gemm_cost is SCALE-Sim's one-MAC GEMM: an ArrayConfig carrying a file's rate (array_config's, since
+    2026-12-06) is refused in one line pointing at archsim.gemm, not priced at one MAC silently; rate 1 as before."""
+    from archsim.array.analytic import gemm_cost
+    from archsim.errors import InputError
+
+    _, config, _ = _files(tmp_path, "[macs_per_pe]\nfp16 = 2\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rated = archsim.array_config(config=config, dtype="fp16")
+        plain = archsim.array_config(config=config, dtype="bf16")
+    with pytest.raises(InputError, match="archsim.gemm") as refused:
+        gemm_cost(16, 40, 8, rated)
+    assert "\n" not in str(refused.value)
+    assert int(gemm_cost(16, 40, 8, plain).cycles) == _os(16, 40, 8, 1)  # 107

@@ -156,6 +156,10 @@ def _array_shape(rows: npt.ArrayLike | ArrayConfig | None, cols: npt.ArrayLike |
             raise InputError(f"expected an ArrayConfig, got {type(array).__name__}", field="array")
         if rows is not None or cols is not None:
             raise InputError("rows and cols are the ArrayConfig's; give either them or the array", field="array")
+        if array.mac_rate != 1:  # its device file's rate: priced where the real GEMM's MACs stay beside the cycles
+            raise InputError(f"this ArrayConfig runs {array.mac_rate:g} MACs per PE per cycle (its device file's "
+                             "rate of its dtype); gemm_cost is SCALE-Sim's GEMM at one: give archsim.gemm(m=…, k=…, "
+                             "n=…, config=FILE, dtype=…), which prices the file's rate", field="array")
         return array.rows, array.cols, array.dataflow if dataflow is None else dataflow
     for name, value in (("rows", rows), ("cols", cols)):
         if value is None:
@@ -180,7 +184,8 @@ def gemm_cost(
     The array is ``rows`` × ``cols`` PEs running ``dataflow`` (None: ``"ws"``), or an
     :class:`~archsim.array.config.ArrayConfig`'s, given as ``array=`` or in ``rows``'s place
     (``gemm_cost(m, k, n, archsim.array_config("32x32"))``): its rows, cols and dataflow, a
-    ``dataflow`` given beside it taking the place of its own.
+    ``dataflow`` given beside it taking the place of its own; one whose ``mac_rate`` is not 1 (a device file's
+    ``macs_per_pe``) is refused in one line, SCALE-Sim's GEMM being one MAC per PE per cycle.
 
     ``ofmap_count="scalesim"`` reproduces SCALE-Sim 3.0.0's os ofmap-write count, which adds
     R + C phantom writes per fold (``systolic_compute_os.create_ofmap_demand_mat`` adds the
