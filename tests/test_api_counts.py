@@ -12,6 +12,7 @@ import inspect
 import json
 import warnings
 
+import numpy as np
 import pytest
 from api_parity_helpers import MODEL, NODE, annotation_text
 from test_docs import ROOT
@@ -102,3 +103,66 @@ def test_a_clock_out_of_range_is_one_input_error_on_every_job(job):
     with pytest.raises(InputError) as refused:
         getattr(archsim, job)(**inputs, clock_ghz=1e9)
     assert refused.value.where.field == "clock-ghz" and "did you mean 1e+09 Hz = 1 GHz?" in str(refused.value)
+
+
+def _count_calls(made) -> dict:
+    """job → (a call of good values that takes one more keyword, its count keywords): every count keyword of every
+    job, the layout lists (``stage_layers``, ``cp_hierarchy``, search's ``tp``) and sweep axes among them."""
+    profile, plan = made
+    net, cfg = "layerpipe_sample", "configs/arrays/scalesim_sparsity_128x128_ws.cfg"
+    return {
+        "train": (lambda **k: archsim.train(MODEL, cluster=NODE, **{"global_batch": 8, **k}),
+                  ("global_batch", "tp", "pp", "dp", "micro_batch", "seq", "interleave", "max_ops", "cp", "ep", "etp",
+                   "mtp_layers", "stage_layers", "cp_hierarchy")),
+        "train_runs": (lambda **k: archsim.train_runs(MODEL, runs="configs/runs/vtrain_h1024_l24.csv", cluster=NODE,
+                                                      **k), ("seq", "max_ops", "mtp_layers")),
+        "train_sweep": (lambda **k: archsim.train_sweep(MODEL, sweep="tp=1,2", cluster=NODE,
+                                                        **{"global_batch": 8, **k}),
+                        ("global_batch", "pp", "dp", "micro_batch", "seq", "interleave", "max_ops", "cp", "ep")),
+        "search": (lambda **k: archsim.search(MODEL, cluster=NODE, **{"global_batch": 8, "gpus": 2, **k}),
+                   ("global_batch", "gpus", "seq", "top", "chunks", "max_micro_batch", "refine", "max_ops", "cp", "tp",
+                    "pp")),
+        "cost": (lambda **k: archsim.cost(net, **k), ("batch",)),
+        "pipeline": (lambda **k: archsim.pipeline(profile, **{"processors": 2, **k}), ("processors",)),
+        "simulate": (lambda **k: archsim.simulate(plan, profile, **{"microbatches": 2, **k}),
+                     ("microbatches", "max_ops")),
+        "schedule": (lambda **k: archsim.schedule("ffnn8", **{"policy": "1f1b", "processors": 2, **k}),
+                     ("processors", "microbatches", "max_ops", "batch", "group", "chunks")),
+        "gemm": (lambda **k: archsim.gemm(**{"m": 8, "k": 8, "n": 8, **k}), ("m", "k", "n")),
+        "gemm_cost": (lambda **k: archsim.gemm_cost(**{"m": 8, "k": 8, "n": 8, "rows": 4, "cols": 4, **k}),
+                      ("m", "k", "n", "rows", "cols")),
+        "sparse": (lambda **k: archsim.sparse("docs/examples/pruned_convs.csv", config=cfg, **k),
+                   ("batch", "processors")),
+        "plan": (lambda **k: archsim.plan(net, cluster="configs/clusters/testbed_1080ti.toml",
+                                          **{"microbatches": 4, **k}),
+                 ("microbatches", "seed", "max_stages", "micro_batch", "batch", "max_ops")),
+        "bppsa_rnn": (lambda **k: archsim.bppsa_rnn(**{"seq_len": [10], **k}), ("hidden", "batch", "seq_len")),
+        "cluster_jobs": (lambda **k: archsim.cluster_jobs(**{"jobs": 3, **k}), ("gpus", "seed", "jobs")),
+        "collective": (lambda **k: archsim.collective("all-reduce", 1e6, cluster=NODE, **{"gpus": 8, **k}),
+                       ("gpus", "per_server")),
+    }
+
+
+COUNT_CALLS = [(job, keyword) for job, (_, keywords) in _count_calls((None, None)).items() for keyword in keywords]
+
+
+@pytest.fixture(scope="module")
+def made():
+    profile = archsim.profile("layerpipe_sample", array="16x16", batch=4)
+    return profile, archsim.pipeline(profile, processors=2)
+
+
+@pytest.mark.parametrize("value", [2.5, True, np.float64(2.5), np.True_], ids=["fraction", "bool", "np-fraction",
+                                                                              "np-bool"])
+@pytest.mark.parametrize("job, keyword", COUNT_CALLS)
+def test_every_count_keyword_refuses_a_fraction_and_a_bool_naming_it(job, keyword, value, made, monkeypatch):
+    """docs/api.md: a count is an int, a whole float or a numpy integer; ``2.5`` and ``True`` (which Python counts
+    an int, 1) are refused in one line naming the keyword, on every job (gemm_cost took ``True`` as 1 before)."""
+    monkeypatch.chdir(ROOT)
+    call, _ = _count_calls(made)[job]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(InputError) as refused:
+            call(**{keyword: value})
+    assert (refused.value.where.field or "").replace("-", "_") == keyword, str(refused.value)
+    assert "\n" not in str(refused.value)

@@ -87,3 +87,14 @@ def test_a_single_gemm_repr_shows_plain_numbers():
 def test_an_array_cost_repr_keeps_numpy_arrays():
     """Array inputs give arrays, shown as numpy shows them."""
     assert repr(gemm_cost([50176, 50176], 27, 64, 32, 32)).startswith("GemmCost(cycles=array([100539, 100539]), ")
+
+
+@pytest.mark.parametrize("dims, field", [((True, 1, 1, 1, 1), "m"), ((4, 4, 4, 4, np.True_), "cols"),
+                                         ((4, np.array([True, True]), 4, 4, 4), "k"),
+                                         (([4, True], 4, 4, 4, 4), "m")])
+def test_a_bool_is_no_dimension(dims, field):
+    """A bool is no count (docs/api.md: ``tp=True`` is refused), though Python and numpy cast it to 1: before,
+    ``gemm_cost(True, 1, 1, 1, 1)`` costed a 1×1×1 GEMM. Refused naming the argument, in one line."""
+    with pytest.raises(InputError, match="whole number") as error:
+        gemm_cost(*dims, "ws")
+    assert error.value.where.field == field and "\n" not in str(error.value)

@@ -99,10 +99,22 @@ def dataflow_codes(dataflow: str | npt.ArrayLike) -> IntArray:
     return np.array([DATAFLOW_CODES[x] for x in flat], dtype=np.int64).reshape(names.shape)
 
 
+def _holds_bool(x: npt.ArrayLike, value: np.ndarray) -> bool:
+    """Whether ``x`` is or holds a bool (``True``, ``np.True_``, a bool array, ``[4, True]``), which the int64 cast
+    would count as 1: a bool is no count (docs/api.md)."""
+    if value.dtype.kind == "b":
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(isinstance(item, (bool, np.bool_)) for item in np.asarray(x, dtype=object).flat)
+    return False
+
+
 def _whole(x: npt.ArrayLike, name: str) -> IntArray:
-    """``x`` as int64; a fraction or a NaN is refused (the cast would drop or garble it silently), and so is what is
-    no number ("abc", None: a ValueError or TypeError from the cast before)."""
+    """``x`` as int64; a fraction or a NaN is refused (the cast would drop or garble it silently), and so is a bool
+    and what is no number ("abc", None: a ValueError or TypeError from the cast before)."""
     value = np.asarray(x)
+    if _holds_bool(x, value):
+        raise InputError(f"must be a whole number, not a bool, got {_plain_repr(x):.40}", field=name)
     if value.dtype.kind != "f":
         try:
             return np.asarray(x, dtype=np.int64)  # a Python int past int64 raises OverflowError, as a float does below
@@ -199,7 +211,7 @@ def gemm_cost(
     # One dataflow name is one Python int: _counts then picks each formula in Python, not per element.
     code = DATAFLOW_CODES.get(dataflow.strip().lower()) if isinstance(dataflow, str) else None
     dims = (m, k, n, rows, cols)
-    one = code is not None and all(isinstance(x, (int, np.signedinteger)) for x in dims)
+    one = code is not None and all(isinstance(x, (int, np.signedinteger)) and not isinstance(x, bool) for x in dims)
     M, K, N, R, C, D = _python_ints(dims, code) if one and code is not None else _int64_arrays(dims, dataflow, code)
     for name, value in zip(DIMENSIONS, (M, K, N, R, C)):
         low = value if one else (value.min() if value.size else 1)
