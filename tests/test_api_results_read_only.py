@@ -108,3 +108,35 @@ def test_the_runs_rows_read_as_the_list_they_were(results):
     row = dict(rows[0])
     row["tp"] = 8  # of a row
     assert (len(mine), len(rows), rows[0]["tp"]) == (3, 2, 1)
+
+
+TIMELINE_EDITS = [  # (an edit of a result's timeline, what refuses it: numpy's read-only array, or the immutable table)
+    (lambda t: t.slots.start.__setitem__(0, 1.0), ValueError),
+    (lambda t: t.slots.end.__iadd__(1.0), ValueError),
+    (lambda t: t.slots.op.sort(), ValueError),
+    (lambda t: t.slots.processor.fill(0), ValueError),
+    (lambda t: setattr(t.slots, "start", t.slots.end), AttributeError),
+    (lambda t: t.transfers.end.__setitem__(slice(None), 0.0), ValueError),
+    (lambda t: setattr(t.transfers, "link", None), AttributeError),
+]
+
+
+@pytest.mark.parametrize("name", ["train", "schedule"])
+@pytest.mark.parametrize("index", range(len(TIMELINE_EDITS)))
+def test_a_results_timeline_refuses_edits_copied_or_not(results, name, index):
+    """A result's timeline (``archsim.train``'s ``result.run.timeline``, a schedule's ``.timeline``) is read-only too:
+    before, ``result.run.timeline.slots.start[0] = …`` and ``slots.end += 1`` changed the run's slots, its makespan
+    and its Gantt chart in place, with no word. Its columns refuse edits as a ``LayerProfile``'s arrays do (numpy's
+    read-only flag), its tables refuse new attributes as a ``Problem`` does; so do a copy's, a deep copy's and an
+    unpickled one's (numpy unpickles an array writeable). The slots and the makespan after the refusal are those
+    before."""
+    result = results[name]
+    timeline = result.run.timeline if name == "train" else result.timeline
+    edit, error = TIMELINE_EDITS[index]
+    for held in (timeline, copy.deepcopy(timeline), pickle.loads(pickle.dumps(timeline))):
+        frame, makespan = held.to_frame(), held.makespan
+        assert len(held.slots) > 0
+        with pytest.raises(error):
+            edit(held)
+        pd.testing.assert_frame_equal(held.to_frame(), frame)
+        assert held.makespan == makespan

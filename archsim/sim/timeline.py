@@ -49,10 +49,36 @@ class Transfer:
 Record = TypeVar("Record")
 
 
-class _Table(Sequence[Record]):
-    """A read-only sequence of records stored as columns; equal to the tuple of its records."""
+def _read_only(values: object, dtype: type) -> np.ndarray:
+    """``values`` as an array of ``dtype`` that refuses edits (a read-only view: the engine's own array is left as
+    it is), as a :class:`~archsim.partition.profile.LayerProfile`'s arrays are: a result's timeline keeps saying
+    what ran (:mod:`archsim.read_only`'s rule; numpy's ``ValueError: assignment destination is read-only``)."""
+    column: np.ndarray = np.asarray(values, dtype=dtype).view()
+    column.flags.writeable = False
+    return column
 
+
+class _Table(Sequence[Record]):
+    """A read-only sequence of records stored as columns; equal to the tuple of its records. Its columns are
+    read-only arrays and it is immutable (``slots.start[0] = 0`` and ``slots.start = …`` are refused), as a
+    :class:`~archsim.sim.problem.Problem` is, also once copied or unpickled."""
+
+    problem: Problem
+    _names: tuple[str, ...]  # its columns' attribute names, in _columns' order
     _columns: tuple[np.ndarray, ...]
+
+    def _set_columns(self, columns: dict[str, np.ndarray]) -> None:
+        for name in self._names:
+            object.__setattr__(self, name, columns[name])
+        object.__setattr__(self, "_columns", tuple(columns[name] for name in self._names))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable; cannot set {name!r}")
+
+    def __setstate__(self, state: dict) -> None:
+        """Copied or unpickled with its columns read-only again (numpy restores an unpickled array writeable)."""
+        object.__setattr__(self, "problem", state["problem"])
+        self._set_columns({name: _read_only(state[name], state[name].dtype) for name in self._names})
 
     def __len__(self) -> int:
         return len(self._columns[0])
@@ -89,11 +115,18 @@ class _Table(Sequence[Record]):
 class SlotTable(_Table[Slot]):
     """Slots as arrays: op index, processor index, stream, start, end (in the problem's order)."""
 
+    _names = SLOT_COLUMNS
+    op: np.ndarray
+    processor: np.ndarray
+    stream: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
     def __init__(self, problem: Problem, op, processor, stream, start, end) -> None:
-        self.problem = problem
-        self.op, self.processor, self.stream = (np.asarray(x, dtype=np.int64) for x in (op, processor, stream))
-        self.start, self.end = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
-        self._columns = (self.op, self.processor, self.stream, self.start, self.end)
+        object.__setattr__(self, "problem", problem)
+        self._set_columns({"op": _read_only(op, np.int64), "processor": _read_only(processor, np.int64),
+                           "stream": _read_only(stream, np.int64), "start": _read_only(start, np.float64),
+                           "end": _read_only(end, np.float64)})
 
     def _make(self, row: tuple) -> Slot:
         i, p, stream, start, end = row
@@ -103,11 +136,16 @@ class SlotTable(_Table[Slot]):
 class TransferTable(_Table[Transfer]):
     """Transfers as arrays: dependency index, link index, start, end (in the problem's order)."""
 
+    _names = ("dep", "link", "start", "end")
+    dep: np.ndarray
+    link: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
     def __init__(self, problem: Problem, dep, link, start, end) -> None:
-        self.problem = problem
-        self.dep, self.link = np.asarray(dep, dtype=np.int64), np.asarray(link, dtype=np.int64)
-        self.start, self.end = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
-        self._columns = (self.dep, self.link, self.start, self.end)
+        object.__setattr__(self, "problem", problem)
+        self._set_columns({"dep": _read_only(dep, np.int64), "link": _read_only(link, np.int64),
+                           "start": _read_only(start, np.float64), "end": _read_only(end, np.float64)})
 
     def _make(self, row: tuple) -> Transfer:
         d, link, start, end = row
