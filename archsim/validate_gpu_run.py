@@ -50,7 +50,7 @@ def overrides_from_args(args: Any):
 
     return GpuOverrides(
         gpu=args.gpu, like=args.like, sm_count=args.sm_count, tensor_cores_per_sm=args.tensor_cores_per_sm,
-        mma=parse_array_shape(args.mma, field_name="mma") if args.mma else None,
+        mma=parse_array_shape(args.mma, field_name="mma", files="") if args.mma else None,
         clock_hz=args.clock_mhz * 1e6 if args.clock_mhz else None,
         memory_bytes_per_s=args.memory_gbps * 1e9 if args.memory_gbps else None, dataflow=args.dataflow or "os",
         split_k=not args.no_split_k)

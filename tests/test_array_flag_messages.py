@@ -167,3 +167,53 @@ def test_one_number_array_is_square_as_documented(capsys) -> None:
     assert main(["gemm", "--m", "64", "--k", "64", "--n", "64", "--array", "32", "--format", "json"]) == 0
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert (row["rows"], row["cols"]) == (32, 32)
+
+
+FORMS = ("ROWSxCOLS such as 32x32", "N for an N×N array (32 is 32x32)")  # the shape forms every refusal names
+
+
+@pytest.mark.parametrize("command", ["cost", "energy", "gemm", "pipeline", "schedule"])
+@pytest.mark.parametrize("value", ["32-32", "x", "32x", "configs/arrays/scalesim_32x32_ws.cfg"])
+def test_a_bad_array_names_every_form_it_takes(capsys, command, value):
+    """``--array 32-32`` said "expected ROWSxCOLS such as 32x32" alone: not that ``--array 32`` is a 32×32 array, nor
+    where a device file goes (``--array chip.cfg`` got the same line). One line now names the square form and
+    ``--config FILE`` (a SCALE-Sim .cfg or a device TOML), as ``--config``'s help says it takes them."""
+    extra = {"gemm": ["--m", "8", "--k", "8", "--n", "8"], "pipeline": ["--processors", "2"],
+             "schedule": ["--policy", "1f1b", "--processors", "2"]}.get(command, [])
+    network = [] if command == "gemm" else ["ffnn8"]
+    assert main([command, *network, *extra, "--array", value]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and repr(value) in err and "field 'array'" in err, err
+    assert all(form in err for form in FORMS), err
+    assert "a device file (a SCALE-Sim .cfg or a device TOML) is --config FILE" in err, err
+
+
+def test_the_square_form_the_refusal_names_is_taken(capsys):
+    """``--array 32`` is the 32x32 array the refusal says it is (hand: the same rows as ``--array 32x32``)."""
+    rows = []
+    for array in ("32", "32x32"):
+        assert main(["cost", "ffnn8", "--array", array, "--format", "json"]) == 0
+        rows.append(json.loads(capsys.readouterr().out)["rows"])
+    assert rows[0] == rows[1]
+
+
+def test_the_library_names_the_config_keyword():
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.cost("ffnn8", array="32-32")
+    text = str(refused.value)
+    assert all(form in text for form in FORMS) and "is config=FILE" in text and "--config" not in text, text
+
+
+def test_a_sweeps_array_entry_and_a_tensor_core_shape_name_their_own_forms(tmp_path, capsys):
+    """The one refusal, told where each field takes a file: a sweep spec's ``arrays`` entry names a .cfg file (which
+    it reads; not a device TOML, nor ``--config``), ``validate-gpu --mma`` (one tensor core) no file."""
+    spec = tmp_path / "s.toml"
+    spec.write_text('[sweep]\nnetworks = ["ffnn8"]\narrays = ["32-32"]\nbatches = [1]\nprocessors = [2]\n'
+                    'methods = ["gpipe"]\n')
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert all(form in err for form in FORMS) and err.rstrip().endswith("; a SCALE-Sim .cfg file is named with its "
+                                                                        ".cfg suffix"), err
+    assert main(["validate-gpu", "--csv", "tests/data/gpu_kernels_columns.csv", "--mma", "16-16"]) == 2
+    err = capsys.readouterr().err
+    assert all(form in err for form in FORMS) and err.rstrip().endswith("got '16-16'"), err

@@ -146,11 +146,20 @@ def _positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-def parse_array_shape(text: str, *, field_name: str = "array") -> tuple[int, int]:
-    """Parse ``"32x32"`` (or ``"32"`` for square) into (rows, cols), both positive."""
+SHAPE_FORMS = "ROWSxCOLS such as 32x32, or N for an N×N array (32 is 32x32)"  # the two forms of an array's shape
+
+
+def parse_array_shape(text: str, *, field_name: str = "array", files: str | None = None) -> tuple[int, int]:
+    """Parse ``"32x32"`` (or ``"32"`` for square) into (rows, cols), both positive. Any other text is refused in
+    one line naming every form the field takes: both shapes, then ``files``, where a file goes instead (None: the
+    array flags', a device file as ``--config FILE`` or ``config=FILE``; "": none)."""
     match = re.fullmatch(r"\s*([0-9]{1,40})\s*(?:[xX×]\s*([0-9]{1,40}))?\s*", str(text))
     if not match:
-        raise InputError(f"expected ROWSxCOLS such as 32x32, got {text!r}", field=field_name)
+        if files is None:
+            from archsim.console import setting
+
+            files = f"a device file (a SCALE-Sim .cfg or a device TOML) is {setting('config', placeholder='FILE')}"
+        raise InputError(f"expected {SHAPE_FORMS}, got {text!r}{'; ' + files if files else ''}", field=field_name)
     rows = int(match.group(1))
     cols = int(match.group(2)) if match.group(2) is not None else rows
     if not (0 < rows <= INT32_MAX and 0 < cols <= INT32_MAX):

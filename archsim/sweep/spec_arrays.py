@@ -76,7 +76,7 @@ def read_array(text: str, spec_dir: Path, file: str) -> tuple[int, int] | ArrayF
     (:func:`archsim.array.options.array_from_flags`), whose errors name the .cfg's line and key."""
     if not text.lower().endswith(ARRAY_SUFFIX):
         try:
-            return parse_array_shape(text)
+            return parse_array_shape(text, files="a SCALE-Sim .cfg file is named with its .cfg suffix")
         except InputError as exc:
             raise exc.at(file=file, field="arrays") from None
     from archsim.array.options import array_from_flags
