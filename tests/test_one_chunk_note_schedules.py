@@ -79,3 +79,35 @@ def test_one_chunk_interleaved_parallelism_runs_1f1b_and_keeps_its_rules():
     assert Parallelism(pp=4, global_batch=8, schedule="interleaved-1f1b", interleave=2).schedule_name == "interleaved-1f1b"
     with pytest.raises(InputError, match="interleave-needs-pp-microbatches"):
         Parallelism(pp=4, global_batch=3, schedule="interleaved-1f1b", interleave=1)
+
+
+FEW = ("--tp", "2", "--pp", "4", "--global-batch", "2")  # all 8 GPUs, m = 2 micro-batches < PP = 4
+
+
+def test_fewer_microbatches_than_pp_at_one_chunk_is_refused_naming_the_plain_schedule(capsys):
+    """Interleaved 1F1B of one chunk a rank with m < PP: Megatron-LM runs plain 1F1B there (a virtual pipeline size
+    of 1 is None, so ``get_forward_backward_func`` picks ``forward_backward_pipelining_without_interleaving``, whose
+    warm-up is min(PP − rank − 1, m)), which takes m < PP. ``train`` refuses it as ``search`` refuses ``--chunks 1``
+    (the plain schedule by its own name), and now says so: before, the line gave the interleaved rule alone, though
+    no chunk interleaves. The advice runs; two chunks keep the interleaved rule's line without it."""
+    argv = ["train", MODEL, "--cluster", NODE, *FEW]
+    assert main([*argv, "--schedule", "interleaved-1f1b"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.rstrip().endswith("(interleave-needs-pp-microbatches)"), err
+    assert "with one model chunk per rank (--interleave 1) Megatron-LM runs plain 1F1B" in err, err
+    assert "give --schedule 1f1b, or --interleave V of 2 or more with at least PP micro-batches" in err, err
+    assert main([*argv, "--schedule", "1f1b", "--format", "json"]) == 0  # the advice runs: plain 1F1B, m = 2
+    assert json.loads(capsys.readouterr().out)["meta"]["schedule"] == "1f1b"
+    assert main([*argv, "--schedule", "interleaved-1f1b", "--interleave", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "interleave-needs-pp-microbatches" in err and "Megatron-LM runs plain 1F1B" not in err, err
+
+
+def test_the_library_names_the_plain_schedule_as_a_keyword():
+    import archsim
+
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.train(MODEL, cluster=NODE, tp=2, pp=4, global_batch=2, schedule="interleaved-1f1b")
+    text = str(refused.value)
+    assert "give schedule='1f1b', or interleave=V" in text and "--" not in text, text
+    assert refused.value.where.field == "schedule"

@@ -85,6 +85,20 @@ def schedule_rejection(schedule: str, pp: int, microbatches: int) -> str | None:
     return None
 
 
+def one_chunk_advice(schedule: str, chunks: int, reason: str) -> str:
+    """What a refusal of interleaved 1F1B for fewer micro-batches than PP adds at one model chunk a rank ('' else):
+    Megatron-LM runs that as plain 1F1B, which takes any m (``validate_args`` sets a virtual pipeline size of 1 to
+    None, and ``get_forward_backward_func`` then runs ``forward_backward_pipelining_without_interleaving``, whose
+    warm-up is min(PP − rank − 1, m)), so the run the user meant is ``1f1b`` by its own name, as ``search`` asks
+    (its ``--chunks 1`` refused: the plain schedules are searched by their names); the refusal, its reason and
+    every run of m ≥ PP stay as they were."""
+    if schedule != "interleaved-1f1b" or chunks != 1 or reason != "interleave-needs-pp-microbatches":
+        return ""
+    return (f"; with one model chunk per rank ({setting('interleave', 1)}) Megatron-LM runs plain 1F1B, which takes "
+            f"fewer micro-batches than PP: give {setting('schedule', '1f1b')}, or "
+            f"{setting('interleave', placeholder='V')} of 2 or more with at least PP micro-batches")
+
+
 def tp_straddles(tp: int, gpus: int, server_gpus: int) -> bool:
     """Whether a TP group of ``tp`` consecutive GPUs (Megatron's order), over ``gpus`` GPUs of servers of
     ``server_gpus`` each, holds part of one server and part of another: TP neither divides a server's GPUs
@@ -230,7 +244,7 @@ class Parallelism:
             if named != self.schedule:  # 1F1B made interleaved by --interleave alone: name that flag
                 raise InputError(f"{setting('interleave', self.interleave)} runs {self.schedule} as "
                                  f"{named}: {rule} ({reason})", field="interleave")
-            raise InputError(f"{rule} ({reason})", field="schedule")
+            raise InputError(f"{rule}{one_chunk_advice(named, self.chunks, reason)} ({reason})", field="schedule")
         if self.stage_layers is not None and len(self.stage_layers) != self.pp * self.chunks:
             need = f"PP × chunks = {self.pp} × {self.chunks} = {self.pp * self.chunks}" if self.chunks > 1 \
                 else f"PP = {self.pp}"
@@ -394,5 +408,5 @@ def check_fits(c: TransformerConfig, par: Parallelism, uneven: bool = True) -> N
         raise InputError(problem, field="cp-hierarchy" if heads else "cp")
 
 
-__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "check_tp_split", "layers_per_stage", "padded_vocab",
-           "rank_of_stages", "rank_stages", "schedule_name", "schedule_rejection", "tp_straddles"]
+__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "check_tp_split", "layers_per_stage", "one_chunk_advice",
+           "padded_vocab", "rank_of_stages", "rank_stages", "schedule_name", "schedule_rejection", "tp_straddles"]
