@@ -46,3 +46,38 @@ def test_a_size_it_cannot_read_says_what_to_write(dgx2, capsys, size, said):
     assert err.count("\n") == 1 and said in err
     with pytest.raises(archsim.InputError, match="field 'nbytes'"):
         archsim.collective("all-reduce", size, cluster=dgx2, gpus=16)
+
+
+def _shared(tmp_path, gpu, extra=""):
+    path = tmp_path / "shared.toml"
+    path.write_text(f'[cluster]\ninter_server_gbps = 400\n{extra}\n[[servers]]\ncount = 2\ngpus = 8\ngpu = "{gpu}"\n',
+                    encoding="utf-8")
+    return str(path)
+
+
+TRAIN = ["train", "gpt2", "--tp", "4", "--pp", "2", "--dp", "2", "--global-batch", "16", "--format", "json"]
+
+
+def test_one_shared_nic_on_nvswitch_servers_is_noted(tmp_path, capsys):
+    """`inter_server_gbps = 400` is one NIC's speed; without `inter_server_link` the default is one NIC for the
+    server (formats.md), so two DGX H100s run DP on 400 Gb/s / 8 GPUs = 6.25 GB/s per GPU where the machine has
+    50: the run is priced so (its meta says it) and one note names per_gpu_pair."""
+    path = _shared(tmp_path, "NVIDIA H100 80GB HBM3")
+    assert main([*TRAIN, "--cluster", path]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["meta"]["inter_server"]["gb_per_s_per_gpu"] == 400 / 8 / 8  # Gb/s → GB/s, 8 GPUs
+    notes = [line for line in captured.err.splitlines() if "inter_server_link" in line]
+    assert notes == ["archsim train: note: inter_server_gbps = 400 with no inter_server_link is one 400 Gb/s NIC "
+                     "per server, shared by its 8 GPUs (6.25 GB/s per direction per GPU; the key's default, "
+                     '"shared"); an NVSwitch server (DGX, HGX) has a NIC per GPU: write inter_server_link = '
+                     '"per_gpu_pair" (or a [network] table) for that, or inter_server_link = "shared" to keep the '
+                     "one NIC"]
+
+
+@pytest.mark.parametrize(("gpu", "extra"), [("h100", 'inter_server_link = "shared"'),
+                                             ("h100", 'inter_server_link = "per_gpu_pair"'),
+                                             ("h100-pcie", ""), ("v100-pcie", "")])
+def test_no_note_where_the_link_is_stated_or_the_server_has_no_nvswitch(tmp_path, capsys, gpu, extra):
+    """Stated either way, the file says what it means; a PCIe server's one NIC is no slip to guess at."""
+    assert main([*TRAIN, "--cluster", _shared(tmp_path, gpu, extra), "--dtype", "fp16"]) == 0
+    assert "inter_server_link" not in capsys.readouterr().err
