@@ -81,3 +81,15 @@ def test_no_note_where_the_link_is_stated_or_the_server_has_no_nvswitch(tmp_path
     """Stated either way, the file says what it means; a PCIe server's one NIC is no slip to guess at."""
     assert main([*TRAIN, "--cluster", _shared(tmp_path, gpu, extra), "--dtype", "fp16"]) == 0
     assert "inter_server_link" not in capsys.readouterr().err
+
+
+def test_search_notes_name_the_row_they_mean_by_its_layout():
+    """The table prints no row numbers, so `row 7` alone made a reader count lines: the notes name the row's layout as
+    the Pareto block writes it (TP, PP, DP, micro-batch, recompute, schedule, chunks, sp), here spelt by hand."""
+    from archsim.fits import row_layout
+
+    row = {"tp": 1, "pp": 4, "dp": 4, "micro_batch": 2, "recompute": "none", "schedule": "interleaved-1f1b",
+           "interleave": 2, "sequence_parallel": False}
+    assert row_layout(row) == "TP1 PP4 DP4 mb2 none interleaved-1f1b v2"
+    assert row_layout({**row, "tp": 2, "interleave": 1, "schedule": "1f1b", "sequence_parallel": True,
+                       "cp": 2, "cp_comm": "p2p"}) == "TP2 CP2 p2p PP4 DP4 mb2 none 1f1b sp"
