@@ -93,3 +93,16 @@ def test_search_notes_name_the_row_they_mean_by_its_layout():
     assert row_layout(row) == "TP1 PP4 DP4 mb2 none interleaved-1f1b v2"
     assert row_layout({**row, "tp": 2, "interleave": 1, "schedule": "1f1b", "sequence_parallel": True,
                        "cp": 2, "cp_comm": "p2p"}) == "TP2 CP2 p2p PP4 DP4 mb2 none 1f1b sp"
+
+
+@pytest.mark.parametrize(("layout", "said"), [
+    (["--tp", "8", "--pp", "2", "--dp", "2"], "= 32 GPUs > the cluster's 16: --dp 1 fits (8 × 2 × 1 = 16 GPUs)"),
+    (["--tp", "4", "--pp", "3", "--dp", "2"], "= 24 GPUs > the cluster's 16: --dp 1 fits (4 × 3 × 1 = 12 GPUs)"),
+    (["--tp", "2", "--pp", "2", "--dp", "8"], "= 32 GPUs > the cluster's 16: --dp 4 fits (2 × 2 × 4 = 16 GPUs)"),
+    (["--tp", "8", "--pp", "3"], "= 24 GPUs > the cluster's 16: --tp × --pp = 24 alone is more: lower --tp or --pp")])
+def test_a_layout_over_the_cluster_says_what_fits(dgx2, capsys, layout, said):
+    """TP 8 · PP 2 · DP 2 on two 8-GPU servers was refused without a word on what to change: the line names the
+    largest DP beside that TP and PP (16 // (TP · PP), by hand), or which to lower where TP · PP alone is over."""
+    assert main(["train", "gpt2", "--cluster", dgx2, *layout, "--global-batch", "48"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.strip().endswith(said)
