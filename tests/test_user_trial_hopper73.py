@@ -34,11 +34,11 @@ def test_nbytes_takes_binary_sizes_as_nccl_tests_does(dgx2, capsys, size, nbytes
     assert archsim.collective("all-reduce", size, cluster=dgx2, gpus=16).nbytes == nbytes
 
 
-@pytest.mark.parametrize(("size", "said"), [("1GB", "'1GB' is ambiguous: write 1GiB for 1024-based bytes "
-                                                   "(nccl-tests' 1G) or 1e9 for 1000-based ones"),
-                                            ("2**30", "or a size in KiB, MiB, GiB or TiB (1GiB; nccl-tests' 1G), "
-                                                      "got '2**30'"),
-                                            ("1X", "got '1X'")])
+AMBIGUOUS = "'1GB' is ambiguous: write 1GiB for 1024-based bytes (nccl-tests' 1G) or 1e9 for 1000-based ones"
+NO_NUMBER = "or a size in KiB, MiB, GiB or TiB (1GiB; nccl-tests' 1G), got '2**30'"
+
+
+@pytest.mark.parametrize(("size", "said"), [("1GB", AMBIGUOUS), ("2**30", NO_NUMBER), ("1X", "got '1X'")])
 def test_a_size_it_cannot_read_says_what_to_write(dgx2, capsys, size, said):
     """One line naming what to write: a decimal suffix is 2³⁰ bytes to nccl-tests and 10⁹ to SI, so both are named."""
     assert main(["collective", "all-reduce", "--cluster", dgx2, "--gpus", "16", "--nbytes", size]) == 2
@@ -67,11 +67,11 @@ def test_one_shared_nic_on_nvswitch_servers_is_noted(tmp_path, capsys):
     captured = capsys.readouterr()
     assert json.loads(captured.out)["meta"]["inter_server"]["gb_per_s_per_gpu"] == 400 / 8 / 8  # Gb/s → GB/s, 8 GPUs
     notes = [line for line in captured.err.splitlines() if "inter_server_link" in line]
-    assert notes == ["archsim train: note: inter_server_gbps = 400 with no inter_server_link is one 400 Gb/s NIC "
-                     "per server, shared by its 8 GPUs (6.25 GB/s per direction per GPU; the key's default, "
-                     '"shared"); an NVSwitch server (DGX, HGX) has a NIC per GPU: write inter_server_link = '
-                     '"per_gpu_pair" (or a [network] table) for that, or inter_server_link = "shared" to keep the '
-                     "one NIC"]
+    assert notes == [("archsim train: note: inter_server_gbps = 400 with no inter_server_link is one 400 Gb/s NIC "
+                      "per server, shared by its 8 GPUs (6.25 GB/s per direction per GPU; the key's default, "
+                      '"shared"); an NVSwitch server (DGX, HGX) has a NIC per GPU: write inter_server_link = '
+                      '"per_gpu_pair" (or a [network] table) for that, or inter_server_link = "shared" to keep the '
+                      "one NIC")]
 
 
 @pytest.mark.parametrize(("gpu", "extra"), [("h100", 'inter_server_link = "shared"'),
