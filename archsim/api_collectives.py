@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 
 def _bytes(value: object) -> float:
-    """``nbytes``: a whole number of bytes above 0 (an int, an integral float such as 1e9, or its text)."""
+    """``nbytes``: a whole number of bytes above 0 (an int, an integral float such as 1e9, or its text, ``1GiB`` or
+    nccl-tests' ``1G`` too)."""
     from archsim.collective_units import parse_nbytes
     from archsim.errors import InputError
 

@@ -61,6 +61,19 @@ def rank_headroom_note(result, machines) -> str | None:
                          f"its {machines[r].gpu.name}", gpu=machines[r].gpu.catalog is not None)
 
 
+def row_layout(row: dict) -> str:
+    """A search row's layout in a few words, as the Pareto block's lines name it: ``TP1 PP4 DP4 mb2 none
+    interleaved-1f1b v2`` (CP, EP and ETP where set, ``v`` the chunks a rank runs, ``sp`` with sequence
+    parallelism), so a note that counts rows names the one it means (the table prints no row numbers)."""
+    more = f" CP{row['cp']} {row['cp_comm']}" if row.get("cp", 1) > 1 else ""
+    more += f" {row['cp_hierarchy'].replace(' ', '×')}" if row.get("cp_hierarchy") else ""
+    more += f" EP{row['ep']}" if row.get("ep", 1) > 1 else ""
+    more += f" ETP{row['etp']}" if row.get("etp", row["tp"]) != row["tp"] else ""
+    return (f"TP{row['tp']}{more} PP{row['pp']} DP{row['dp']} mb{row['micro_batch']} {row['recompute']} "
+            f"{row['schedule']}{' v' + str(row['interleave']) if row['interleave'] > 1 else ''}"
+            f"{' sp' if row['sequence_parallel'] else ''}")
+
+
 def rows_headroom_note(rows: Sequence[dict], cluster) -> str | None:
     """:func:`headroom_note` for a search's shown ``rows`` (each fits): how many use more than
     :data:`HEADROOM_SHARE` of a GPU's memory, and the first's figures; None when none does or the cluster file
@@ -74,12 +87,14 @@ def rows_headroom_note(rows: Sequence[dict], cluster) -> str | None:
     if not full:
         return None
     first = next(i for i, row in enumerate(rows, 1) if row is full[0])
+    named = f"row {first} ({row_layout(full[0])})"
     gpus = all(device.catalog is not None for device in {*cluster.servers, cluster.gpu})  # no device file's chip
     if len(full) > 1:
         subject = (f"{len(full)} of the {len(rows)} rows shown use more than {100 * HEADROOM_SHARE:.0f}% of "
-                   f"{'a GPU' if gpus else 'a device'}'s memory; the first, row {first}, uses")
+                   f"{'a GPU' if gpus else 'a device'}'s memory; the first, {named}, uses")
     else:
-        subject = f"row {first} of the {len(rows)} shown uses" if len(rows) > 1 else "the row shown uses"
+        subject = (f"{named} of the {len(rows)} shown uses" if len(rows) > 1
+                   else f"the row shown ({row_layout(full[0])}) uses")
     holder = f"the cluster's largest GPU, the {gpu.name}" if cluster.heterogeneous else f"its {gpu.name}"
     return headroom_note(subject, full[0]["peak_memory_gib"] * GIB, gpu.memory_bytes, holder, gpu=gpus)
 
@@ -97,8 +112,8 @@ def rows_tp_span_note(rows: Sequence[dict]) -> str | None:
         subject = f"{len(spanning)} of the {len(rows)} rows shown have"
     else:
         subject = f"row {spanning[0]} of the {len(rows)} shown has" if len(rows) > 1 else "the row shown has"
-    return (f"{subject} a TP group that spans servers (tp_spans_servers): in row {spanning[0]}, TP {first['tp']}, its "
-            f"{kinds} cross the network")
+    return (f"{subject} a TP group that spans servers (tp_spans_servers): in row {spanning[0]} ({row_layout(first)}), "
+            f"TP {first['tp']}, its {kinds} cross the network")
 
 
 def tp_span_warning(cluster, par) -> str | None:

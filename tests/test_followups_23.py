@@ -50,10 +50,10 @@ def test_a_layout_over_the_cluster_is_refused_in_keywords_or_flags(capsys):
     """Failed before: archsim.train(tp=4, pp=2, dp=2) was refused as "--tp × --pp × --dp = …"."""
     assert main(["train", MODEL, "--cluster", NODE, "--tp", "4", "--pp", "2", "--dp", "2", "--global-batch", "8"]) == 2
     assert capsys.readouterr().err.strip() == \
-        "archsim train: error: --tp × --pp × --dp = 4 × 2 × 2 = 16 GPUs > the cluster's 8"
+        "archsim train: error: --tp × --pp × --dp = 4 × 2 × 2 = 16 GPUs > the cluster's 8: --dp 1 fits (4 × 2 × 1 = 8 GPUs)"
     with pytest.raises(InputError) as refused:
         archsim.train(MODEL, cluster=NODE, tp=4, pp=2, dp=2, global_batch=8)
-    assert str(refused.value) == "tp × pp × dp = 4 × 2 × 2 = 16 GPUs > the cluster's 8"
+    assert str(refused.value) == "tp × pp × dp = 4 × 2 × 2 = 16 GPUs > the cluster's 8: dp=1 fits (4 × 2 × 1 = 8 GPUs)"
 
 
 def test_an_empty_search_note_names_keywords_from_python(capsys):

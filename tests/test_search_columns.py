@@ -82,7 +82,8 @@ def test_a_layout_larger_than_the_cluster_names_trains_flags(files, capsys):
     code, out, err = _cli(["train", model, "--cluster", cluster, "--tp", "2", "--pp", "2", "--dp", "2",
                            "--global-batch", "8"], capsys)
     assert code == 2 and out == ""
-    assert err.strip() == "archsim train: error: --tp × --pp × --dp = 2 × 2 × 2 = 8 GPUs > the cluster's 4"
+    assert err.strip() == ("archsim train: error: --tp × --pp × --dp = 2 × 2 × 2 = 8 GPUs > the cluster's 4: --dp 1 fits "
+                           "(2 × 2 × 1 = 4 GPUs)")
 
 
 def test_the_pareto_page_tables_name_each_rows_gpus_and_rates(files, tmp_path, capsys):

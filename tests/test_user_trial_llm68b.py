@@ -136,9 +136,10 @@ def test_search_notes_its_shown_rows_that_fit_with_little_memory_to_spare(tmp_pa
             assert notes == [] and batch == "4"
             continue
         assert full == [1] and len(notes) == 1  # micro-batch 8 alone
-        said = "the row shown uses " if len(rows) == 1 else f"row 1 of the {len(rows)} shown uses "
+        layout = f"TP1 PP1 DP1 mb8 none {rows[0]['schedule']}"  # the one GPU's layout, by hand
+        said = f"the row shown ({layout}) uses " if len(rows) == 1 else f"row 1 ({layout}) of the {len(rows)} shown uses "
         assert notes[0].startswith(f"archsim search: note: {said}{rows[0]['peak_memory_gib']:.2f} of the 79.20 GiB")
-    with pytest.warns(UserWarning, match="row 1 of the 4 shown uses"):
+    with pytest.warns(UserWarning, match=r"row 1 \(TP1 PP1 DP1 mb8 none \S+\) of the 4 shown uses"):
         archsim.search(str(model), cluster=ONE_GPU, seq=4096, global_batch=8, recompute="none", sequence_parallel="off",
                        refine=0, progress=False)
 

@@ -186,7 +186,8 @@ def test_search_says_what_train_warns_of_a_tp_group_across_servers():
     spanning = [i for i, row in enumerate(rows, 1) if row["tp"] == 16]
     assert spanning and all(rows[i - 1]["tp_spans_servers"] for i in spanning)
     note = [line for line in kept if "spans servers" in line]
-    assert len(note) == 1 and f"in row {spanning[0]}, TP 16, its all-reduces cross the network" in note[0]
+    assert len(note) == 1 and f"in row {spanning[0]} (TP16 PP1 DP1 mb1 none 1f1b), TP 16, its all-reduces cross the " \
+        "network" in note[0]
     with notes_kept() as quiet:  # the best rows alone: inside a server, nothing to say
         archsim.search(model, cluster=cluster, global_batch=16, schedule="1f1b", recompute=["none"],
                        max_micro_batch=1, sequence_parallel="off", top=1, refine=0)

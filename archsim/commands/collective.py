@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "in training (default: the GPUs in a row)")
     parser.add_argument("--nbytes", action=ListFlag, item=_bytes, default=None, metavar="BYTES",
                         help="sizes, nccl-tests' (an all-reduce's or all-to-all's buffer on each GPU, an all-gather's "
-                             "gathered output, a reduce-scatter's input), whole bytes; 1e9 is read (default: 1 MiB … 4 GiB "
+                             "gathered output, a reduce-scatter's input), whole bytes; 1e9 is read, and so are 1GiB and "
+                             "nccl-tests' 1G (2^30; 1GB is refused as ambiguous) (default: 1 MiB … 4 GiB "
                              "by ×4, 2^20 … 2^32)")
     add_output_arguments(parser)
 

@@ -268,14 +268,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _front_line(r: dict) -> str:
     """One Pareto configuration: its parallelism, schedule, time and memory per GPU."""
-    cp = f" CP{r['cp']} {r['cp_comm']}" if r.get("cp", 1) > 1 else ""
-    cp += f" {r['cp_hierarchy'].replace(' ', '×')}" if r.get("cp_hierarchy") else ""
-    cp += f" EP{r['ep']}" if r.get("ep", 1) > 1 else ""
-    cp += f" ETP{r['etp']}" if r.get("etp", r["tp"]) != r["tp"] else ""
-    return (f"TP{r['tp']}{cp} PP{r['pp']} DP{r['dp']} mb{r['micro_batch']} {r['recompute']} "
-            f"{r['schedule']}{' v' + str(r['interleave']) if r['interleave'] > 1 else ''}"
-            f"{' sp' if r['sequence_parallel'] else ''}: {r['iteration_seconds']:.4g} s, "
-            f"{r['peak_memory_gib']:.3g} GiB")
+    from archsim.fits import row_layout
+
+    return f"{row_layout(r)}: {r['iteration_seconds']:.4g} s, {r['peak_memory_gib']:.3g} GiB"
 
 
 def _front_block(front: Sequence[dict], objective: str) -> str:

@@ -35,6 +35,18 @@ class Layout:
     result: TrainResult | None = None
 
 
+def _fitting_dp(par: Parallelism, gpus: int) -> str:
+    """What to change where ``par`` asks for more than the cluster's ``gpus``: the largest DP that fits beside its TP,
+    CP and PP (the degree a layout most often oversizes), or, where those alone exceed the cluster, which to lower."""
+    rest = par.tp * par.cp * par.pp
+    cp = (f" × {setting('cp')}", f" × {par.cp}") if par.cp > 1 else ("", "")
+    if rest > gpus:
+        return (f"{setting('tp')}{cp[0]} × {setting('pp')} = {rest} alone is more: lower {setting('tp')} or "
+                f"{setting('pp')}")
+    fit = gpus // rest
+    return f"{setting('dp', fit)} fits ({par.tp}{cp[1]} × {par.pp} × {fit} = {rest * fit} GPUs)"
+
+
 def lay_out(config, cluster: GpuCluster, par: Parallelism, *, placement: str = "file", balance: str = "even",
             implementation: str = "megatron", max_ops: int | None = None) -> Layout:
     """``par`` laid out on ``cluster``: ``placement`` ``file``, ``planned`` (the fastest distinct server
@@ -50,7 +62,7 @@ def lay_out(config, cluster: GpuCluster, par: Parallelism, *, placement: str = "
         tp, pp, dp, cp = (setting(name) for name in ("tp", "pp", "dp", "cp"))  # --tp, or tp from Python
         with_cp = (f" × {cp}", f" × {par.cp}") if par.cp > 1 else ("", "")
         raise InputError(f"{tp}{with_cp[0]} × {pp} × {dp} = {par.tp}{with_cp[1]} × {par.pp} × {par.dp} = {par.gpus} "
-                         f"GPUs > the cluster's {cluster.gpus}")
+                         f"GPUs > the cluster's {cluster.gpus}: {_fitting_dp(par, cluster.gpus)}")
     check_tp_split(config, par.tp)  # the model's refusal before the cluster's (a TP group across servers)
     order = parse_placement(placement, cluster)
     if isinstance(order, tuple):
