@@ -21,3 +21,15 @@ def test_the_pruned_vgg11_page_names_its_step_columns_as_the_command_prints_them
     steps = [head for head in heads if "seq_step" in head]
     assert steps == [printed], (steps, printed)
     assert "product" in printed and "kind" not in printed
+
+
+def test_a_mistyped_network_name_is_told_the_nearest_shipped_one(capsys):
+    """``bppsa network vgg17`` listed the shipped networks but named none, where a mistyped ``--policy`` is told
+    the nearest; a name like none of them (``passwd``) still gets the list alone. Failed before the fix."""
+    assert main(["bppsa", "network", "vgg17"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no shipped network named 'vgg17' (did you mean 'vgg16'?); shipped: " in err[0], err
+    assert main(["schedule", "resnet", "--policy", "gpipe", "--processors", "2"]) == 2
+    assert "named 'resnet' (did you mean 'resnet50'?); shipped: " in capsys.readouterr().err
+    assert main(["cost", "passwd"]) == 2
+    assert "no shipped network named 'passwd'; shipped: " in capsys.readouterr().err
