@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from archsim.cli import main
@@ -33,3 +34,18 @@ def test_a_mistyped_network_name_is_told_the_nearest_shipped_one(capsys):
     assert "named 'resnet' (did you mean 'resnet50'?); shipped: " in capsys.readouterr().err
     assert main(["cost", "passwd"]) == 2
     assert "no shipped network named 'passwd'; shipped: " in capsys.readouterr().err
+
+
+def test_compare_levels_says_that_depth_zero_is_always_compared(capsys):
+    """``--compare-levels 2`` prints depths 0 and 2 (BP's linear scan is the baseline of every comparison); the help
+    said only "up-sweep depths (0…4) to summarize side by side". Failed before the fix (the help)."""
+    assert main(["bppsa", "pruned-vgg11", "--width-divisor", "16", "--up-levels", "1", "--compare-levels", "2",
+                 "--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert [row["up_levels"] for row in meta["steps_by_up_levels"]] == [0, 2]
+    try:
+        main(["bppsa", "pruned-vgg11", "--help"])
+    except SystemExit:
+        pass
+    text = " ".join(capsys.readouterr().out.split())
+    assert "depth 0 (the linear scan: BP's steps) always among them" in text
