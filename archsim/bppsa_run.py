@@ -149,7 +149,8 @@ def vgg_page(report: str, done: StudyRun, *, compare_levels: list, width_divisor
     command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {meta['seed']} --zeros {meta['zeros']} "
                f"--up-levels {meta['up_levels']} --compare-levels {','.join(map(str, compare_levels))} "
                f"{f'--width-divisor {divisor} ' if divisor != 1 else ''}--report {report}")
-    return write_vgg_page(report, done.table.rename(columns={"product": "kind"}), done.page_frame, sparsity, command)
+    # the page's table of steps has the command's columns (it named `product` `kind` until 2026-12-06)
+    return write_vgg_page(report, done.table, done.page_frame, sparsity, command)
 
 
 def parse_up_levels(text: object, flag: str = "--up-levels", *, full: bool = True, field: str | None = None,

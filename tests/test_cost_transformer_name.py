@@ -25,7 +25,7 @@ def test_a_name_no_transformer_has_keeps_the_plain_line(tmp_path, monkeypatch, c
     monkeypatch.chdir(tmp_path)
     assert main(["cost", "vg16", "--array", "32x32"]) == 2
     err = capsys.readouterr().err
-    assert "no shipped network named 'vg16'; shipped: " in err and "transformer" not in err
+    assert "no shipped network named 'vg16' (did you mean 'vgg16'?); shipped: " in err and "transformer" not in err
 
 
 def test_train_without_global_batch_says_what_to_give(capsys) -> None:

@@ -154,3 +154,31 @@ def test_validator_reads_the_engine_tables_and_catches_planted_bugs(valid, plant
     broken = plant(valid)
     assert quick_check(PROBLEM, _tables(valid)) and not quick_check(PROBLEM, broken)
     assert any(needle in line for line in validate_timeline(PROBLEM, broken))
+
+
+# A late, fractional op: 47/3 units starting at 7e8, where doubles are 1.2e-7 apart, so end − start
+# is 15.6666666269…, 4e-8 short of 47/3 (more than 1e-9 of the length) though the engine is exact to the
+# rounding of the times. dp-* schedules on 3, 5, 6 … processors (a ring's 2(P−1)/P) gave such syncs late in
+# resnet50's backward pass and stopped with the validator's AssertionError.
+LATE = Problem((Processor("p"), Processor("q")), (Link("m", "p", "q", bandwidth=3, latency=0),),
+               (Op("a", "p", 7e8), Op("b", "p", 47 / 3), Op("c", "q", 1)), (Dep("a", "b"), Dep("a", "c", 47, "m")))
+
+
+def test_a_late_fractional_op_and_transfer_are_valid_up_to_the_rounding_of_their_times():
+    timeline = simulate(LATE)
+    slot = next(s for s in timeline.slots if s.op == "b")
+    assert abs((slot.end - slot.start) - 47 / 3) > 1e-9 * (47 / 3)  # the rounding the old check refused
+    assert validate_timeline(LATE, timeline) == []
+    assert_valid(LATE, timeline)
+
+
+@pytest.mark.parametrize("off", [1e-3, 1.0])
+def test_a_late_op_that_runs_short_is_still_caught(off):
+    """The tolerance at 7e8 is 0.7 units (1e-9 of the time): 1e-3 short passes as rounding, 1 short does not."""
+    timeline = simulate(LATE)
+    slot = next(s for s in timeline.slots if s.op == "b")
+    short = dataclasses.replace(timeline, slots=tuple(
+        dataclasses.replace(s, end=s.end - off) if s.op == "b" else s for s in timeline.slots))
+    errors = validate_timeline(LATE, short)
+    assert (errors == []) == (off * 1.0 <= 1e-9 * slot.end)
+    assert not errors or errors == [f"op b lasted {slot.end - off - slot.start}, expected {47 / 3}"]

@@ -76,8 +76,8 @@ def vgg_sections(frame: pd.DataFrame, summary: pd.DataFrame, command: str) -> li
     """Fig. 10's scatter (sparse vs dense FLOPs per step) and FLOPs per sequential step vs BP."""
     scatter, steps = go.Figure(), go.Figure()
     styles = {("bppsa", "mv"): "circle", ("bppsa", "mm"): "square", ("bp", "mv"): "diamond"}
-    real = frame[frame.kind != "id"]
-    for (method, kind, critical), part in real.groupby(["method", "kind", "critical"]):
+    real = frame[frame["product"] != "id"]
+    for (method, kind, critical), part in real.groupby(["method", "product", "critical"]):
         if method == "bp" and not critical:
             continue
         name = "BP (baseline)" if method == "bp" else f"BPPSA {kind}{' critical' if critical else ''}"
@@ -108,8 +108,8 @@ def write_rnn_page(path: str, frame: pd.DataFrame, command: str, array: str) -> 
 
 
 def write_vgg_page(path: str, frame: pd.DataFrame, summary: pd.DataFrame, sparsity: float, command: str) -> Path:
-    """``bppsa pruned-vgg11``'s page of ``frame`` (its steps, ``kind`` per product) and ``summary`` at ``path``;
-    returns the path written."""
+    """``bppsa pruned-vgg11``'s page of ``frame`` (its steps as the command prints them, ``product`` naming each
+    step's mv, mm or id) and ``summary`` at ``path``; returns the path written."""
     return write_page(path, f"BPPSA: pruned VGG-11 ({sparsity:.0%} pruned), FLOPs per step",
                       vgg_sections(frame, summary, command))
 

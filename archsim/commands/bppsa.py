@@ -98,7 +98,8 @@ def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
                         help="up-sweep levels before the linear part (default 2, §5.3's L0–L2; 'full' = Algorithm 1, "
                              "at full width minutes, above the default --max-mflops)")
     parser.add_argument("--compare-levels", action=ListFlag, default=["0", "1", "2"], metavar="DEPTH",
-                        help="up-sweep depths (0…4) to summarize side by side (default 0,1,2)")
+                        help="up-sweep depths (0…4) to summarize side by side, depth 0 (the linear scan: BP's "
+                             "steps) always among them (default 0,1,2)")
     parser.add_argument("--width-divisor", type=_width_divisor, default=1,
                         help="divide every channel count (default 1: real VGG-11)")
     parser.add_argument("--zeros", choices=ZEROS, default="pattern",

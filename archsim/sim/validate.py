@@ -13,7 +13,9 @@ matching validator bug. Checks:
   latency + bytes / bandwidth; no transfer exists that no dependency asks for;
 * no two transfers overlap on one link.
 
-Times compare with an absolute tolerance ``tol`` scaled by max(1, |value|).
+Times compare with an absolute tolerance ``tol`` scaled by max(1, |value|); a duration (end − start) by the
+largest of its start, end and expected length, as the difference of two times late in a run carries their
+rounding (a 47/3-cycle op starting at 7e8 lasts 15.6666666269…, 4e-8 short).
 
 Two passes: :func:`quick_check` runs every rule as numpy array operations and, when it finds
 nothing, the timeline is valid; otherwise the per-item checks below run and name every
@@ -81,7 +83,7 @@ def quick_check(problem, timeline, tol: float = 1e-9) -> bool:
     length = end - start
     if ((op_proc[op] != proc).any() or (stream < 0).any() or (stream >= streams[proc]).any()
             or ((pin[op] >= 0) & (pin[op] != stream)).any()
-            or not _all_close(length, duration[op], tol) or not _all_before(np.zeros_like(start), start, tol)):
+            or not _spans_close(start, end, duration[op], tol) or not _all_before(np.zeros_like(start), start, tol)):
         return False
     busy = length > tol
     if not _lanes_ok(proc[busy], stream[busy], start[busy], end[busy], tol):
@@ -140,7 +142,7 @@ def _transfers_quick(problem, timeline, op_start, op_end, tol: float) -> bool:
     src, dst, link = (column[mine] for column in want)
     start, end = start[theirs], end[theirs]
     expected = latency[link] + want_bytes[mine] / bandwidth[link]
-    if not (_all_close(end - start, expected, tol) and _all_before(op_end[src], start, tol)
+    if not (_spans_close(start, end, expected, tol) and _all_before(op_end[src], start, tol)
             and _all_before(end, op_start[dst], tol)):
         return False
     order = np.lexsort((end, start, link))
@@ -170,8 +172,11 @@ def _scale(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
 
 
-def _all_close(a: np.ndarray, b: np.ndarray, tol: float) -> bool:
-    return bool((np.abs(a - b) <= tol * _scale(a, b)).all())
+def _spans_close(start: np.ndarray, end: np.ndarray, expected: np.ndarray, tol: float) -> bool:
+    """Each [start, end) lasts ``expected`` up to ``tol`` scaled by the largest of |start|, |end| and the length
+    (:func:`_span_close` over arrays)."""
+    scale = np.maximum(_scale(end - start, expected), np.maximum(np.abs(start), np.abs(end)))
+    return bool((np.abs((end - start) - expected) <= tol * scale).all())
 
 
 def _all_before(a: np.ndarray, b: np.ndarray, tol: float) -> bool:
@@ -215,8 +220,10 @@ def assert_valid(problem, timeline, tol: float = 1e-9) -> None:
         raise AssertionError(f"invalid timeline ({len(errors)} violations):\n" + "\n".join(errors[:20]) + more)
 
 
-def _close(a: float, b: float, tol: float) -> bool:
-    return abs(a - b) <= tol * max(1.0, abs(a), abs(b))
+def _span_close(start: float, end: float, expected: float, tol: float) -> bool:
+    """[start, end) lasts ``expected`` up to ``tol`` scaled by the largest of |start|, |end| and the length: end −
+    start carries the rounding of times late in a run, whatever the length."""
+    return abs((end - start) - expected) <= tol * max(1.0, abs(start), abs(end), abs(end - start), abs(expected))
 
 
 def _before(a: float, b: float, tol: float) -> bool:
@@ -243,7 +250,7 @@ def _check_slots(problem, slots, tol: float, errors: list[str]) -> dict:
             errors.append(f"op {slot.op} ran on stream {slot.stream}, which {slot.processor} lacks")
         if op.stream is not None and slot.stream != op.stream:
             errors.append(f"op {slot.op} pinned to stream {op.stream} ran on stream {slot.stream}")
-        if not _close(slot.end - slot.start, op.duration, tol):
+        if not _span_close(slot.start, slot.end, op.duration, tol):
             errors.append(f"op {slot.op} lasted {slot.end - slot.start}, expected {op.duration}")
         if not _before(0.0, slot.start, tol):
             errors.append(f"op {slot.op} started at {slot.start}, before time 0")
@@ -311,7 +318,7 @@ def _check_transfers(problem, seen: dict, transfers, tol: float, errors: list[st
                 errors.append(f"transfer {src_id}->{dst_id} moved {t.bytes} bytes, expected {dep.bytes}")
             if link is not None:
                 expected = link.latency + dep.bytes / link.bandwidth
-                if not _close(t.end - t.start, expected, tol):
+                if not _span_close(t.start, t.end, expected, tol):
                     errors.append(f"transfer {src_id}->{dst_id} took {t.end - t.start}, expected {expected}")
             if src is not None and not _before(src.end, t.start, tol):
                 errors.append(f"transfer {src_id}->{dst_id} started at {t.start} before {src_id} ended")

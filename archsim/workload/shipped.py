@@ -10,7 +10,7 @@ from pathlib import Path
 
 from archsim.console import keyed, setting
 from archsim.errors import InputError
-from archsim.validate import check_operand, exists, is_file, read_text, resolve_name, shown
+from archsim.validate import check_operand, did_you_mean, exists, is_file, read_text, resolve_name, shown
 from archsim.value_parsers import parse_int
 from archsim.workload.csv_loader import load_topology, parse_topology
 from archsim.workload.layer import Network
@@ -182,7 +182,9 @@ def shipped_key(name: str, *, missing: str = "no") -> str:
     key = name.strip().lower().replace("-", "_")
     entry = resolve_name(shipped_dir(), key, ".csv", "shipped network", field="NETWORK")
     if not is_file(entry):
-        raise InputError(f"{missing} shipped network named {name!r}{_transformer_hint(name)}; shipped: "
+        # a near miss (vgg17, resnet5) is named beside the list, as an unknown flag or policy is
+        hint = _transformer_hint(name) or did_you_mean(key, shipped_networks())
+        raise InputError(f"{missing} shipped network named {name!r}{hint}; shipped: "
                          f"{', '.join(shipped_networks())}", field="NETWORK")
     return key
 
