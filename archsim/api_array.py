@@ -19,7 +19,7 @@ from archsim.api_inputs import (
 )
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
-from archsim.console import library_note
+from archsim.console import library_note, library_say
 from archsim.table_result import TableResult
 
 if TYPE_CHECKING:
@@ -27,11 +27,6 @@ if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
     from archsim.count_types import Count, Counts, Number
     from archsim.workload.layer import Network
-
-
-def _warn(kind: str, text: str) -> None:
-    """A note or warning the command prints on stderr, as a UserWarning at the caller's line."""
-    library_note(text, stacklevel=5)
 
 
 @speaks_keywords
@@ -90,8 +85,8 @@ def gemm(*, m: Count | None = None, k: Count | None = None, n: Count | None = No
     done = run_gemm(m=m, k=k, n=n, array=array, dataflow=dataflow, config=config, shapes=shapes,
                     ofmap_count=cast("OfmapCount", ofmap_count), engine=engine, dram_bandwidth=bandwidth,
                     sram_kb=sram_kb, layout=layout, bank_rule=bank_rule, min_bandwidth=min_bandwidth,
-                    clock_ghz=clock, dtype=dtype, element_bytes=element_bytes, toml_array=read, speak=_warn,
-                    speak_after=_warn)
+                    clock_ghz=clock, dtype=dtype, element_bytes=element_bytes, toml_array=read, speak=library_say,
+                    speak_after=library_say)
     done = with_chip_seconds(done, config, engine=engine, dtype=dtype, shapes=bool(shapes))
     for note in (*(text for _, text in said), *([] if toml else unread_keys_notes(config, rates_read=True))):  # array/ never reads a file's device keys
         library_note(note, stacklevel=3)

@@ -11,16 +11,11 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
-from archsim.console import library_note
+from archsim.console import library_say
 from archsim.table_result import TableResult
 
 if TYPE_CHECKING:
     from archsim.count_types import Count, Number
-
-
-def _warn(kind: str, text: str) -> None:
-    """A note the command prints on stderr, as a UserWarning at the caller's line."""
-    library_note(text, stacklevel=5)
 
 
 def _bounded(value: object, field: str, *, positive: bool = False) -> float:
@@ -98,7 +93,7 @@ def cluster_jobs(*, trace: str | Path = "synthetic", cluster: str | Path | None 
     from archsim.output_files import output_set
 
     with output_set():  # the report and the job times as one set, as the command writes them: a failure replaces neither
-        done = run_cluster(settings, speak=_warn)
+        done = run_cluster(settings, speak=library_say)
     return TableResult.of(done.rows.frame() if isinstance(done.rows, Rows) else done.rows, done.meta)
 
 

@@ -161,12 +161,11 @@ def clock_ghz(value: object, field: str = "clock-ghz") -> float:
 
 
 def check_choice(value: object, choices: tuple[str, ...], field: str) -> None:
-    """A keyword whose flag takes one of ``choices``: refused as the flag's ``choices`` refuse it."""
-    if value not in choices:
-        from archsim.errors import InputError
-        from archsim.value_parsers import not_a_choice
+    """A keyword whose flag takes one of ``choices``: refused as the flag's ``choices`` refuse it
+    (:func:`archsim.value_parsers.check_choice`, imported when called: this module loads nothing it need not)."""
+    from archsim.value_parsers import check_choice as refuse
 
-        raise InputError(not_a_choice(value, choices), field=field)
+    refuse(value, choices, field)
 
 
 def check_switch(value: object, field: str, *, none: bool = False) -> None:

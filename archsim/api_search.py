@@ -113,7 +113,6 @@ def search(model: Model, *, cluster: Cluster, global_batch: Count, gpus: Counts 
     from archsim.training.search_flags import chunk_counts, cp_comm_rule
     from archsim.training.search_note import cp_not_searched_note
     from archsim.training.train_json import row_context, search_document
-    from archsim.value_parsers import not_a_choice
     from archsim.workload.model_files import config_dtype_note
 
     # the checks archsim search's parser makes, in its flags' order, before any file is read
@@ -142,11 +141,8 @@ def search(model: Model, *, cluster: Cluster, global_batch: Count, gpus: Counts 
     max_micro_batch = positive_int(max_micro_batch, "max-micro-batch")
     refine = None if refine is None else positive_int(refine, "refine", low=0)  # None: search's default, 2 × top
     max_ops = MAX_REFINE_ACTIONS if max_ops is None else positive_int(max_ops, "max-ops")
-    if dp_overlap not in DP_OVERLAPS:
-        raise InputError(not_a_choice(dp_overlap, DP_OVERLAPS), field="dp-overlap")
-    if grad_accumulation not in GRAD_ACCUMULATIONS:
-        raise InputError(not_a_choice(grad_accumulation, GRAD_ACCUMULATIONS),
-                         field="grad-accumulation")
+    check_choice(dp_overlap, DP_OVERLAPS, "dp-overlap")
+    check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad-accumulation")
     chunk_list = chunk_counts(schedules, chunk_given)  # before the files are read
     seq = None if seq is None else seq_keyword(seq)  # "2048" is 2048 to the notes and the document too
     imbalance = None if moe_load_imbalance is None else ratio(moe_load_imbalance, "moe-load-imbalance")

@@ -57,7 +57,7 @@ def run_sweep(spec: SweepSpecs, *, out: str | Path | None = None, workers: Count
                 library_note(line, stacklevel=3)
     else:  # what archsim sweep notes on stderr: a .cfg device of several arrays is swept as one of them
         from archsim.console import library_note
-        from archsim.sweep.networks import network_notes
+        from archsim.sweep.networks import network_file_notes
         from archsim.sweep.pipedream_points import skipped_line
         from archsim.sweep.report import spec_record
         from archsim.sweep.spec_arrays import array_file_notes, array_spec_warnings
@@ -65,7 +65,7 @@ def run_sweep(spec: SweepSpecs, *, out: str | Path | None = None, workers: Count
         skipped = skipped_line(spec_record(folder))  # PipeDream's points a network is too short for
         from archsim.sweep.superlinear_rows import superlinear_rows_line
 
-        for note in (*array_spec_warnings(loaded), *array_file_notes(loaded), *network_notes(loaded), skipped,
+        for note in (*array_spec_warnings(loaded), *array_file_notes(loaded), *network_file_notes(loaded), skipped,
                      superlinear_rows_line(frame)):
             if note:
                 library_note(note, stacklevel=3)

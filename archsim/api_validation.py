@@ -20,16 +20,11 @@ from archsim.api_keywords import (
     positive_int,
     speaks_keywords,
 )
-from archsim.console import library_note
+from archsim.console import library_say
 from archsim.table_result import TableResult
 
 if TYPE_CHECKING:
     from archsim.count_types import Count, Number
-
-
-def _warn(kind: str, text: str) -> None:
-    """A note the command prints on stderr, as a UserWarning at the caller's line."""
-    library_note(text, stacklevel=5)
 
 
 @speaks_keywords
@@ -98,7 +93,7 @@ def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | Path | No
     from archsim.output_files import output_set
 
     with output_set():  # the report and the Markdown as one set, as the command writes them: a failure replaces neither
-        done = run_validate_gpu(settings, speak=_warn)
+        done = run_validate_gpu(settings, speak=library_say)
     return TableResult.of(done.table, done.meta)
 
 

@@ -38,6 +38,12 @@ def to_peers(nbytes, n: int, peers: int):
     return peers / n * nbytes
 
 
+def ring_allreduce_bytes(nbytes, n):
+    """Bytes each of ``n`` GPUs sends in a ring all-reduce of ``nbytes``: 2(n − 1)/n · S (module docstring), ``nbytes``
+    and ``n`` arrays or scalars (SPP's tables: every group size at once); n ≤ 1 is the caller's to mask."""
+    return 2 * (n - 1) / n * nbytes
+
+
 def wire_bytes(kind: str, algorithm: str, nbytes, n: int):
     """Bytes each of ``n`` GPUs sends on its links for one ``kind`` collective of ``nbytes`` (array or scalar) run by
     ``algorithm`` (module docstring); 0.0 for ``none`` or n = 1 but a send's (``p2p``), which always moves its bytes."""
@@ -59,8 +65,8 @@ def wire_bytes(kind: str, algorithm: str, nbytes, n: int):
     if kind == "all-to-all":  # one bidirectional torus ring
         return nbytes * (n * n // 4) / n
     if kind == "all-reduce":
-        return 2 * (n - 1) / n * nbytes
+        return ring_allreduce_bytes(nbytes, n)
     return (n - 1) / n * nbytes
 
 
-__all__ = ["RUNS", "to_peers", "wire_bytes"]
+__all__ = ["RUNS", "ring_allreduce_bytes", "to_peers", "wire_bytes"]

@@ -151,6 +151,13 @@ def library_note(text: str, stacklevel: int = 1) -> None:
     warnings.warn(text, UserWarning, stacklevel=stacklevel + 1)
 
 
+def library_say(kind: str, text: str) -> None:
+    """The :data:`Speak` of a library function whose run says its lines two calls below it (api_array's,
+    api_cluster's, api_validation's): each line, a note or a warning alike, a :func:`library_note` at the line that
+    called the library function (a run speaking from another depth needs a stacklevel of its own)."""
+    library_note(text, stacklevel=5)
+
+
 def tell(text: str, stacklevel: int = 1) -> None:
     """A note to whoever runs archsim: a command's note line (:func:`note`), a library call's :func:`library_note`
     (no command speaking, :func:`speaking_as`: Python's warnings, not stderr lines), at ``stacklevel`` as

@@ -9,6 +9,8 @@ from typing import overload
 
 import numpy as np
 
+from archsim.collective_wire import ring_allreduce_bytes
+
 
 @overload
 def ring_allreduce_time(size: float, workers: int, bandwidth: float, latency: float = 0.0) -> float: ...
@@ -19,14 +21,13 @@ def ring_allreduce_time(size: float, workers: np.ndarray, bandwidth: np.ndarray,
 def ring_allreduce_time(size, workers, bandwidth, latency=0.0):
     """A ring all-reduce of ``size`` bytes over ``workers`` devices: 2(k − 1) steps, each moving
     size/k bytes over one link of ``bandwidth`` and paying ``latency`` (reduce-scatter, then
-    all-gather; Patarasuk & Yuan 2009). One worker: nothing to reduce. ``workers`` and ``bandwidth``
-    may be arrays (SPP's PRM tables: every block size at once; entries of fewer than one worker are
-    the caller's to mask)."""
+    all-gather; Patarasuk & Yuan 2009): the bytes each device sends are the wire rule's
+    (:func:`archsim.collective_wire.ring_allreduce_bytes`). One worker: nothing to reduce. ``workers`` and
+    ``bandwidth`` may be arrays (SPP's PRM tables: every block size at once; entries of fewer than one worker
+    are the caller's to mask)."""
     if np.ndim(workers) == 0 and workers <= 1:
         return 0.0
-    if np.ndim(workers) == 0:
-        return 2 * (workers - 1) * size / (workers * bandwidth) + 2 * (workers - 1) * latency
-    return 2 * (workers - 1) * size / workers / bandwidth + 2 * (workers - 1) * latency  # SPP's rounding
+    return ring_allreduce_bytes(size, workers) / bandwidth + 2 * (workers - 1) * latency
 
 
 __all__ = ["ring_allreduce_time"]

@@ -27,10 +27,17 @@ _REAL = re.compile(r"(?i)[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|nan|inf
 
 def not_a_choice(value: object, choices) -> str:
     """The line refusing ``value`` where one of ``choices`` goes, the same for a flag's choices (``archsim.cli.Parser``)
-    and a keyword's (:func:`archsim.api_keywords.check_choice`); a misspelt name gets the one it resembles, as a
+    and a setting's (:func:`check_choice`); a misspelt name gets the one it resembles, as a
     misspelt flag or key does (``got 'layerpip' (did you mean 'layerpipe'?)``)."""
     hint = did_you_mean(value, map(str, choices)) if isinstance(value, str) else ""
     return f"expected one of {', '.join(map(str, choices))}, got {value!r}{hint}"
+
+
+def check_choice(value: object, choices, field: str) -> None:
+    """Refuse ``value`` unless it is one of ``choices``: :func:`not_a_choice`'s line, an :class:`InputError` on
+    ``field`` (the flag's spelling, ``dp-overlap``), from a keyword, a flag's value or a dataclass's field alike."""
+    if value not in choices:
+        raise InputError(not_a_choice(value, choices), field=field)
 
 
 def whole_number(value: object) -> object:

@@ -81,3 +81,22 @@ def test_link_energy_counts_the_bytes_the_time_is_priced_on(link, kind):
     for s in (1e3, 3.3e6, 2.0**30):
         assert collective_seconds(kind, s, n, link) * bandwidth == pytest.approx(sent_bytes(kind, s, n, link),
                                                                                   rel=1e-12)
+
+
+def test_the_planners_textbook_ring_prices_the_wire_rules_bytes():
+    """archsim.ring_allreduce (SPP's tables, the DP policy) sends what the rule says a ring all-reduce sends: hand
+    counts (4 GPUs, 100-byte shards: 6 steps), and every group size of an array at once as one at a time."""
+    import numpy as np
+
+    from archsim.collective_wire import ring_allreduce_bytes
+    from archsim.ring_allreduce import ring_allreduce_time
+
+    assert ring_allreduce_time(S, 4, 10.0) == 600 / 10.0
+    assert ring_allreduce_time(S, 4, 10.0, latency=2.0) == 600 / 10.0 + 6 * 2.0
+    assert ring_allreduce_time(S, 1, 10.0, latency=2.0) == 0.0
+    workers, bandwidth = np.arange(2, 40), np.linspace(1e9, 9e10, 38)
+    for size in (1.0, 3.3e8):
+        each = [wire_bytes("all-reduce", "ring", size, int(n)) / b for n, b in zip(workers, bandwidth, strict=True)]
+        assert ring_allreduce_time(size, workers, bandwidth).tolist() == pytest.approx(each, rel=1e-15)
+        assert ring_allreduce_bytes(size, workers).tolist() == [wire_bytes("all-reduce", "ring", size, int(n))
+                                                                for n in workers]

@@ -137,3 +137,19 @@ def test_the_library_warns_the_same_one_chunk_note(tmp_path):
     keyword = ONE_CHUNK.replace("--schedule interleaved-1f1b", "schedule='interleaved-1f1b'").replace(
         "--schedule 1f1b", "schedule='1f1b'")  # as typed in Python
     assert [str(w.message) for w in caught] == [f"2 of the 3 rows: {keyword}"]
+
+
+def test_the_command_and_the_library_say_a_runs_files_notes_in_one_order(tmp_path, capsys):
+    """A file with a cleared row, another model's '# model:' line and interleaved rows of one chunk: the three notes,
+    cleared row first, then the model line, then the rows' layout, from both the command and the library."""
+    runs = _runs(tmp_path / "runs.csv", "gpt_1024h_24l", rows="2,2,2,1,8\n,,,,\n1,4,2,1,8\n")
+    cleared = ("1 row of empty cells (line 5: a spreadsheet's cleared row) was skipped, as a blank line is: no run is "
+               "read from it")
+    expected = [cleared, _mismatch("gpt_1024h_24l", "gpt_2048h_20l"), f"2 of the 2 rows: {ONE_CHUNK}"]
+    _, err = _err(capsys, OTHER, runs, "--schedule", "interleaved-1f1b")
+    assert err.splitlines() == [NOTE + line for line in expected]
+    with pytest.warns(UserWarning) as caught:
+        archsim.train_runs(OTHER, runs=runs, cluster=NODE, schedule="interleaved-1f1b")
+    library = [str(w.message) for w in caught]  # the layout note in the keywords' words (schedule='…')
+    assert library[:2] == expected[:2] and len(library) == 3
+    assert library[2].startswith("2 of the 2 rows: schedule='interleaved-1f1b' ran with one model chunk")

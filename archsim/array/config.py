@@ -32,7 +32,7 @@ from archsim.array.mac_rates import CFG_SECTION, cfg_rates
 from archsim.clock import UNIT_HZ
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_name, did_you_mean, read_text, shown
-from archsim.value_parsers import not_a_choice, parse_int
+from archsim.value_parsers import check_choice, parse_int
 
 DATAFLOWS = ("ws", "os", "is")
 DEFAULT_CLOCK_HZ = 1.0e9  # where seconds are needed and the array has no clock of its own
@@ -90,8 +90,7 @@ class ArrayConfig:
                 raise InputError(str(exc), field="mac_rate") from None
         if self.dram_rate is not None:  # the words follow the element size (a width changed by replace() too)
             self._derive_bandwidth(self.dram_rate)
-        if self.dataflow not in DATAFLOWS:
-            raise InputError(not_a_choice(self.dataflow, DATAFLOWS), field="dataflow")  # --dataflow's line
+        check_choice(self.dataflow, DATAFLOWS, "dataflow")  # --dataflow's line
         if not self.bandwidth or any(not 0 < b <= INT32_MAX for b in self.bandwidth):
             raise InputError(f"bandwidths must be positive, got {self.bandwidth!r}", field="bandwidth")
         if self.read_bandwidth is not None and (

@@ -13,7 +13,6 @@ from archsim.choices.devices import ARRAY_DTYPES, FP8_ARRAY_DTYPES, SCALESIM_DTY
 from archsim.choices.outputs import FORMATS
 from archsim.choices.training import HF_MODEL_TYPES
 from archsim.console import note, say_after_run, warn
-from archsim.errors import InputError
 from archsim.modes import MODES
 from archsim.output_files import note_written, write_output
 from archsim.output_targets import output_flag
@@ -370,9 +369,3 @@ def phases(desc: str, names: Sequence[str], enabled: bool = True):
         yield step
         if started:
             bar.update()
-
-
-def check_choice(value: str, choices: tuple[str, ...], field: str) -> str:
-    if value not in choices:
-        raise InputError(f"unknown {field} {value!r}; choose one of {', '.join(choices)}", field=field)
-    return value

@@ -70,12 +70,12 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 
         for line in array_spec_warnings(spec):
             warn(line)
-        from archsim.sweep.networks import network_notes
+        from archsim.sweep.networks import network_file_notes
         from archsim.sweep.pipedream_points import skipped_line
         from archsim.sweep.report import spec_record
         from archsim.sweep.superlinear_rows import superlinear_rows_line
 
-        for line in (*array_file_notes(spec), *network_notes(spec), skipped_line(spec_record(out)),
+        for line in (*array_file_notes(spec), *network_file_notes(spec), skipped_line(spec_record(out)),
                      superlinear_rows_line(frame)):
             if line:
                 note(line)

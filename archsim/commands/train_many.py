@@ -83,14 +83,7 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.runs import runs_to_run
-    from archsim.training.runs_notes import (
-        cleared_rows_note,
-        few_microbatches_rows_note,
-        model_note,
-        one_chunk_rows_note,
-        selective_flash_rows_note,
-        sequence_parallel_rows_note,
-    )
+    from archsim.training.runs_notes import runs_file_notes
     from archsim.training.runs_predict import milliseconds_note, predict_runs, row_check
     from archsim.training.runs_result import runs_document
     from archsim.training.table_lines import csv_rows, table_rows
@@ -128,11 +121,8 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
                              dp_overlap=args.dp_overlap, schedule=args.schedule, p2p=args.p2p)
     for line in warned:
         warn(line)
-    for line in (cleared_rows_note(args.runs), model_note(args.runs, config.name), one_chunk_rows_note(rows),
-                 few_microbatches_rows_note(rows), sequence_parallel_rows_note(rows),
-                 selective_flash_rows_note(rows)):
-        if line:
-            note(line)
+    for line in runs_file_notes(args.runs, config.name, rows):
+        note(line)
     # as one iteration's notes; vTrain's rows set their own sequence length: no note on MODEL's (read_runs: ≥ 1 row)
     note_default_seq(config, args.model, args.seq if rows[0].shape is None else config.seq)
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype, model=args.model)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal, cast
 
 from archsim.errors import InputError
 from archsim.modes import MODES, Mode  # one definition, imported from archsim.modes by every user
-from archsim.value_parsers import not_a_choice
+from archsim.value_parsers import check_choice
 
 if TYPE_CHECKING:  # in annotations only
     from archsim.workload.layer import Layer
@@ -124,6 +124,5 @@ class LoweredLayer:
 
 def check_mode(mode: str) -> Mode:
     """``mode`` as a :data:`Mode`, or an error naming it."""
-    if mode not in MODES:
-        raise InputError(not_a_choice(mode, MODES), field="mode")  # --mode's line
+    check_choice(mode, MODES, "mode")  # --mode's line
     return cast(Mode, mode)

@@ -28,7 +28,7 @@ def unit_network(path: str, sha256: str, only: tuple[str, ...]) -> Network:
     return network.only(*only) if only else network
 
 
-def network_notes(spec: SweepSpec) -> tuple[str, ...]:
+def network_file_notes(spec: SweepSpec) -> tuple[str, ...]:
     """What ``archsim cost`` notes of each of a spec's network files (a layer renamed, a conv row that is a
     flattening fc, a batch the file fixes that is none of the spec's ``batches``), once per file and named as the
     spec names it: ``archsim sweep`` says them on stderr and :func:`archsim.api.run_sweep` warns them (UserWarning)."""
@@ -106,4 +106,4 @@ def spec_key_error(message: str, source: str | None, field: str) -> InputError:
         return exc
 
 
-__all__ = ["loaded_network", "network_digests", "network_notes", "spec_key_error", "unit_lowering", "unit_network"]
+__all__ = ["loaded_network", "network_digests", "network_file_notes", "spec_key_error", "unit_lowering", "unit_network"]

@@ -27,7 +27,7 @@ from archsim.training.cluster import GpuCluster
 from archsim.training.parallel import Parallelism
 from archsim.units import GIB
 from archsim.validate import folder_ending, shown_number, suffixed_files
-from archsim.value_parsers import not_a_choice, parse_float
+from archsim.value_parsers import check_choice, parse_float
 
 MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
 # a training cluster's GPUs: Llama 3 405B's 16,384 H100s (Dubey et al. 2024, Table 4). Train and search price no GPU
@@ -113,8 +113,7 @@ def _intra_unit_warning(intra: float, device: Device, file: str | None = None) -
 def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
     """Read a cluster TOML whose servers each name a catalog GPU or a device file; its machines train
     in ``dtype``."""
-    if dtype not in DTYPES:
-        raise InputError(not_a_choice(dtype, DTYPES), field="dtype")  # --dtype's line
+    check_choice(dtype, DTYPES, "dtype")  # --dtype's line
     file = str(path)
     spec = read_cluster_document(path)
     with located(spec, file):  # a key's error names its line

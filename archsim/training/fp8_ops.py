@@ -60,7 +60,7 @@ from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.training.kernel_bytes import dtype_elements
 from archsim.training.op_work import Collective, Work, vector_op
-from archsim.value_parsers import not_a_choice
+from archsim.value_parsers import check_choice
 from archsim.workload.transformer import TransformerConfig, layer_widths
 
 # Each fp8 GEMM's op name → how TE quantizes its input: ``norm`` (the norm before it writes fp8), ``column`` (a
@@ -89,8 +89,7 @@ def check_fp8(fp8: str | None, device: Device, dtype: str, implementation: str =
                          field="fp8-param-gather")
     if fp8 is None:
         return
-    if fp8 not in FP8_RECIPES:
-        raise InputError(not_a_choice(fp8, FP8_RECIPES), field="fp8")
+    check_choice(fp8, FP8_RECIPES, "fp8")
     flag = setting("fp8", fp8)
     if dtype not in ("fp16", "bf16"):
         raise InputError(f"{flag} runs beside a 16-bit {setting('dtype')} (Transformer Engine's higher precision: "

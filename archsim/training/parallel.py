@@ -22,7 +22,7 @@ from archsim.errors import InputError
 from archsim.policies.stage_orders import TORCH_SCHEDULES, check_schedule
 from archsim.training.context_parallel_hierarchy import effective_comm, hierarchy_problem
 from archsim.training.layout_problems import cp_problem, ep_layout_problem, or_list, tp_split_problem
-from archsim.value_parsers import not_a_choice
+from archsim.value_parsers import check_choice
 from archsim.workload.transformer import TransformerConfig
 
 V_SCHEDULES = ("zb-v", "dualpipev")  # two chunks per rank, V-shaped
@@ -190,8 +190,7 @@ class Parallelism:
         for flag, value, choices, what in (("fsdp-reshard", self.fsdp_reshard, FSDP_RESHARDS, "frees its gathered parameters"),
                                            ("fsdp-grad-sync", self.fsdp_grad_sync, FSDP_GRAD_SYNCS,
                                             "reduce-scatters its gradients")):  # FSDP's two modes, default first
-            if value not in choices:
-                raise InputError(not_a_choice(value, choices), field=flag)
+            check_choice(value, choices, flag)
             if value != choices[0] and not self.fsdp:
                 raise InputError(f"{setting(flag, value)} says when FSDP {what}: give {switch_on('fsdp')} too", field=flag)
         if self.fsdp_grad_sync == "step" and self.fsdp_reshard != "none":  # torchtitan's with PP: never resharded
@@ -200,26 +199,20 @@ class Parallelism:
         if self.fsdp and self.dp_overlap != "none":
             raise InputError(f"{setting('fsdp')} overlaps its own collectives: not with "
                              f"{setting('dp-overlap', self.dp_overlap)}", field="fsdp")
-        if self.recompute not in RECOMPUTE:
-            raise InputError(not_a_choice(self.recompute, RECOMPUTE), field="recompute")
-        if self.fp8 is not None and self.fp8 not in FP8_RECIPES:
-            raise InputError(not_a_choice(self.fp8, FP8_RECIPES), field="fp8")
-        if self.attention not in ATTENTIONS:
-            raise InputError(not_a_choice(self.attention, ATTENTIONS), field="attention")
-        if self.cp_comm not in CP_COMMS:
-            raise InputError(not_a_choice(self.cp_comm, CP_COMMS), field="cp-comm")
+        check_choice(self.recompute, RECOMPUTE, "recompute")
+        if self.fp8 is not None:  # None: no fp8
+            check_choice(self.fp8, FP8_RECIPES, "fp8")
+        check_choice(self.attention, ATTENTIONS, "attention")
+        check_choice(self.cp_comm, CP_COMMS, "cp-comm")
         if isinstance(self.cp_hierarchy, list):  # the library's keyword as a list: kept as the frozen pair
             object.__setattr__(self, "cp_hierarchy", tuple(self.cp_hierarchy))
         problem = hierarchy_problem(self.cp, self.cp_comm, self.cp_hierarchy)
         if problem:
             raise InputError(problem, field="cp-comm" if self.cp_hierarchy is None else "cp-hierarchy")
-        if self.p2p not in P2P_MODES:
-            raise InputError(not_a_choice(self.p2p, P2P_MODES), field="p2p")
-        if self.dp_overlap not in DP_OVERLAPS:
-            raise InputError(not_a_choice(self.dp_overlap, DP_OVERLAPS), field="dp-overlap")
-        if self.grad_accumulation is not None and self.grad_accumulation not in GRAD_ACCUMULATIONS:
-            raise InputError(not_a_choice(self.grad_accumulation, GRAD_ACCUMULATIONS),
-                             field="grad-accumulation")
+        check_choice(self.p2p, P2P_MODES, "p2p")
+        check_choice(self.dp_overlap, DP_OVERLAPS, "dp-overlap")
+        if self.grad_accumulation is not None:  # None: the implementation's own
+            check_choice(self.grad_accumulation, GRAD_ACCUMULATIONS, "grad-accumulation")
         check_schedule(self.schedule)  # a misspelt name is refused as such, not as a rule of the layout
         if self.schedule in TORCH_SCHEDULES:  # torch's class name runs as the order it builds: its chunks, its rules
             object.__setattr__(self, "schedule", TORCH_SCHEDULES[self.schedule][0])

@@ -1,7 +1,8 @@
 """The notes ``archsim train --runs`` and ``archsim.train_runs`` say once of a runs file's rows
 (:mod:`archsim.training.runs` reads them): a ``# model:`` line naming another model, rows of empty cells skipped,
 rows of one chunk under an interleaved schedule, of fewer micro-batches than stages, of sequence parallelism at
-TP 1 and of selective recompute beside FlashAttention; each '' when it does not hold."""
+TP 1 and of selective recompute beside FlashAttention; each '' when it does not hold (:func:`runs_file_notes`: all
+that hold, in order)."""
 
 from __future__ import annotations
 
@@ -96,5 +97,13 @@ def selective_flash_rows_note(rows: tuple[RunRow, ...]) -> str:
     return selective_flash_count_note([(row.par.recompute, row.par.attention) for row in rows], "rows", "recompute")
 
 
-__all__ = ["cleared_rows_note", "few_microbatches_rows_note", "model_note", "one_chunk_rows_note",
+def runs_file_notes(path: str | Path | CsvText, model: str, rows: tuple[RunRow, ...]) -> tuple[str, ...]:
+    """Every note above that holds for the runs file at ``path`` of ``rows``, run for the model named ``model``, in
+    the order the command says them (cleared rows, the ``# model:`` line, then the rows' layouts)."""
+    notes = (cleared_rows_note(path), model_note(path, model), one_chunk_rows_note(rows),
+             few_microbatches_rows_note(rows), sequence_parallel_rows_note(rows), selective_flash_rows_note(rows))
+    return tuple(note for note in notes if note)
+
+
+__all__ = ["cleared_rows_note", "few_microbatches_rows_note", "model_note", "one_chunk_rows_note", "runs_file_notes",
            "selective_flash_rows_note", "sequence_parallel_rows_note"]
