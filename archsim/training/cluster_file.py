@@ -25,6 +25,7 @@ from archsim.spp.topology import cluster_layout, missing_inter_server
 from archsim.toml_errors import located, within
 from archsim.training.cluster import GpuCluster
 from archsim.training.parallel import Parallelism
+from archsim.training.shared_nic import shared_nic_note
 from archsim.units import GIB
 from archsim.validate import folder_ending, shown_number, suffixed_files
 from archsim.value_parsers import check_choice, parse_float
@@ -298,31 +299,8 @@ def cluster_file_warnings_and_notes(spec: dict, tables: Sequence[Device | None],
             if nic_unit:
                 slipped.append(f"{group['device']} [links]: {nic_unit}")
     warnings, notes = network_warnings_and_notes(spec, network, servers)
-    shared = shared_nic_note(spec, tables, servers)
-    return (tuple(dict.fromkeys(slipped)) + warnings,
-            notes + tuple(dict.fromkeys(overridden)) + ((shared,) if shared else ()))
-
-
-def shared_nic_note(spec: dict, tables: Sequence[Device | None], servers: int) -> str | None:
-    """The note that ``inter_server_gbps`` without ``inter_server_link`` is one NIC a server (the key's default,
-    ``shared``), where the servers are NVSwitch boards (a DGX or HGX A100, H100 or H200), every one of which has a
-    NIC per GPU: written as a DGX's 400 Gb/s NIC's speed, it runs the server's GPUs on one NIC, 1/GPUs of the
-    bandwidth the machine has (every shipped file of such servers states ``per_gpu_pair`` or a ``[network]``).
-    None where the file states the link, a ``[network]`` table, a range (plan's to draw), one server, or servers
-    of another kind."""
-    cluster = spec["cluster"]
-    gbps = cluster.get("inter_server_gbps")
-    if servers < 2 or "network" in spec or "inter_server_link" in cluster or not isinstance(gbps, (int, float)):
-        return None
-    nvswitch = [group["gpus"] for group, device in zip(spec["servers"], tables)
-                if device is not None and device.catalog is not None and device.nvswitch and group["gpus"] > 1]
-    if not nvswitch:
-        return None
-    gpus = max(nvswitch)
-    return (f"inter_server_gbps = {gbps:g} with no inter_server_link is one {gbps:g} Gb/s NIC per server, shared by "
-            f"its {gpus} GPUs ({gbps / 8 / gpus:.3g} GB/s per direction per GPU; the key's default, \"shared\"); an "
-            f"NVSwitch server (DGX, HGX) has a NIC per GPU: write inter_server_link = \"per_gpu_pair\" (or a [network] "
-            f"table) for that, or inter_server_link = \"shared\" to keep the one NIC")
+    shared = (note,) if (note := shared_nic_note(spec, tables, servers)) else ()
+    return tuple(dict.fromkeys(slipped)) + warnings, notes + tuple(dict.fromkeys(overridden)) + shared
 
 
 def cluster_notes(cluster: GpuCluster, job: str, par: Parallelism | None = None,
@@ -419,4 +397,4 @@ def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
 
 
 __all__ = ["cluster_file_warnings_and_notes", "cluster_notes", "device_inter_node_gbps", "fp32_on_arrays_note",
-           "fp32_on_arrays_notes", "gpu_cluster", "load_gpu_cluster", "named_devices", "shared_nic_note", "single_node"]
+           "fp32_on_arrays_notes", "gpu_cluster", "load_gpu_cluster", "named_devices", "single_node"]

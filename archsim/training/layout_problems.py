@@ -88,4 +88,18 @@ def ep_layout_problem(dp: int, ep: int, cp: int = 1, fsdp: bool = False, tp: int
     return None
 
 
-__all__ = ["a2a_heads_problem", "cp_problem", "ep_layout_problem", "or_list", "tp_split_problem"]
+def one_chunk_advice(schedule: str, chunks: int, reason: str) -> str:
+    """What a refusal of interleaved 1F1B for fewer micro-batches than PP adds at one model chunk a rank ('' else):
+    Megatron-LM runs that as plain 1F1B, which takes any m (``validate_args`` sets a virtual pipeline size of 1 to
+    None, and ``get_forward_backward_func`` then runs ``forward_backward_pipelining_without_interleaving``, whose
+    warm-up is min(PP − rank − 1, m)), so the run the user meant is ``1f1b`` by its own name, as ``search`` asks
+    (its ``--chunks 1`` refused: the plain schedules are searched by their names); the refusal, its reason and
+    every run of m ≥ PP stay as they were."""
+    if schedule != "interleaved-1f1b" or chunks != 1 or reason != "interleave-needs-pp-microbatches":
+        return ""
+    return (f"; with one model chunk per rank ({setting('interleave', 1)}) Megatron-LM runs plain 1F1B, which takes "
+            f"fewer micro-batches than PP: give {setting('schedule', '1f1b')}, or "
+            f"{setting('interleave', placeholder='V')} of 2 or more with at least PP micro-batches")
+
+
+__all__ = ["a2a_heads_problem", "cp_problem", "ep_layout_problem", "one_chunk_advice", "or_list", "tp_split_problem"]

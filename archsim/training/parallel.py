@@ -21,7 +21,7 @@ from archsim.console import setting, switch_on
 from archsim.errors import InputError
 from archsim.policies.stage_orders import TORCH_SCHEDULES, check_schedule
 from archsim.training.context_parallel_hierarchy import effective_comm, hierarchy_problem
-from archsim.training.layout_problems import cp_problem, ep_layout_problem, or_list, tp_split_problem
+from archsim.training.layout_problems import cp_problem, ep_layout_problem, one_chunk_advice, or_list, tp_split_problem
 from archsim.value_parsers import check_choice
 from archsim.workload.transformer import TransformerConfig
 
@@ -83,20 +83,6 @@ def schedule_rejection(schedule: str, pp: int, microbatches: int) -> str | None:
     if schedule == "dualpipev" and microbatches < 2 * pp:  # its eight phases (archsim.policies.stage_orders_v)
         return "dualpipev-needs-2p-microbatches"
     return None
-
-
-def one_chunk_advice(schedule: str, chunks: int, reason: str) -> str:
-    """What a refusal of interleaved 1F1B for fewer micro-batches than PP adds at one model chunk a rank ('' else):
-    Megatron-LM runs that as plain 1F1B, which takes any m (``validate_args`` sets a virtual pipeline size of 1 to
-    None, and ``get_forward_backward_func`` then runs ``forward_backward_pipelining_without_interleaving``, whose
-    warm-up is min(PP − rank − 1, m)), so the run the user meant is ``1f1b`` by its own name, as ``search`` asks
-    (its ``--chunks 1`` refused: the plain schedules are searched by their names); the refusal, its reason and
-    every run of m ≥ PP stay as they were."""
-    if schedule != "interleaved-1f1b" or chunks != 1 or reason != "interleave-needs-pp-microbatches":
-        return ""
-    return (f"; with one model chunk per rank ({setting('interleave', 1)}) Megatron-LM runs plain 1F1B, which takes "
-            f"fewer micro-batches than PP: give {setting('schedule', '1f1b')}, or "
-            f"{setting('interleave', placeholder='V')} of 2 or more with at least PP micro-batches")
 
 
 def tp_straddles(tp: int, gpus: int, server_gpus: int) -> bool:
@@ -401,5 +387,5 @@ def check_fits(c: TransformerConfig, par: Parallelism, uneven: bool = True) -> N
         raise InputError(problem, field="cp-hierarchy" if heads else "cp")
 
 
-__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "check_tp_split", "layers_per_stage", "one_chunk_advice",
+__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "check_tp_split", "layers_per_stage",
            "padded_vocab", "rank_of_stages", "rank_stages", "schedule_name", "schedule_rejection", "tp_straddles"]
