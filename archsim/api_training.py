@@ -203,14 +203,7 @@ def train_runs(model: Model, *, runs: str | Path | pandas.DataFrame, cluster: Cl
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
     from archsim.training.runs import frame_text, runs_to_run
-    from archsim.training.runs_notes import (
-        cleared_rows_note,
-        few_microbatches_rows_note,
-        model_note,
-        one_chunk_rows_note,
-        selective_flash_rows_note,
-        sequence_parallel_rows_note,
-    )
+    from archsim.training.runs_notes import runs_file_notes
     from archsim.training.runs_predict import milliseconds_note, predict_runs, row_check
     from archsim.training.runs_result import RunsResult, runs_document
     from archsim.validate import DEFAULT_MAX_OPS
@@ -244,9 +237,7 @@ def train_runs(model: Model, *, runs: str | Path | pandas.DataFrame, cluster: Cl
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else config_dtype_note(config, on.dtype, model=model)
     model_notes = (seq_note(model, config, seq) if rows[0].shape is None else "",  # vTrain's rows: their own seq
                    unread_note(model), dtype_note)
-    for note in (*on.warnings, cleared_rows_note(runs), model_note(runs, config.name), one_chunk_rows_note(rows),
-                 few_microbatches_rows_note(rows), sequence_parallel_rows_note(rows), selective_flash_rows_note(rows),
-                 *model_notes,
+    for note in (*on.warnings, *runs_file_notes(runs, config.name, rows), *model_notes,
                  *cluster_notes(on, "train"), milliseconds_note(out)):  # as the command's, in order
         if note:
             library_note(note, stacklevel=3)
