@@ -185,3 +185,18 @@ def test_a_shape_beside_a_file_is_the_flags_together(file):
     for shape in (16, "16", "16x16"):
         assert as_printed(quiet(archsim.cost, "ffnn8", array=shape, config=Path(file)).to_dict()) == printed, shape
     assert printed["meta"]["array"] == "16x16"
+
+
+@pytest.mark.long
+def test_a_file_given_as_array_is_the_installed_commands_config():
+    """The installed command, run apart (its own interpreter): ``archsim cost --config TOML`` and ``archsim gemm
+    --array 16`` print what ``cost(array=Path(TOML))`` and ``gemm(array=16)`` return."""
+    import subprocess
+    import sys
+
+    for argv, job in ((["cost", "ffnn8", "--config", TOML], lambda: archsim.cost("ffnn8", array=Path(TOML))),
+                      (["gemm", "--m", "64", "--k", "48", "--n", "40", "--array", "16"],
+                       lambda: archsim.gemm(m=64, k=48, n=40, array=16))):
+        done = subprocess.run([sys.executable, "-m", "archsim", *argv, "--format", "json"], capture_output=True,
+                              text=True, check=True, timeout=120)
+        assert as_printed(quiet(job).to_dict()) == json.loads(done.stdout), argv
