@@ -63,7 +63,7 @@ if TYPE_CHECKING:  # the result types are loaded with the jobs that return them
 
 
 @speaks_keywords
-def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: Count = 32,
+def cost(network: str | Path | Network, *, array: str | int | Path | ArrayConfig | None = None, batch: Count = 32,
          mode: str = "exact", engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
          element_bytes: Count | None = None, config: str | Path | None = None, bandwidth: Count | None = None,
          sram_kb: Counts | None = None, clock_ghz: Number | None = None, energy: bool = False,
@@ -114,7 +114,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
 
 
 @speaks_keywords
-def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: Count = 32,
+def profile(network: str | Path | Network, *, array: str | int | Path | ArrayConfig | None = None, batch: Count = 32,
             mode: str = "exact", engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
             element_bytes: Count | None = None, config: str | Path | None = None, bandwidth: Count | None = None,
             sram_kb: Counts | None = None, clock_ghz: Number | None = None, geometry: str = "archsim",

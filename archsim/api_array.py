@@ -19,28 +19,30 @@ from archsim.api_inputs import (
 )
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
+from archsim.array.config import ArrayConfig
 from archsim.console import library_note, library_say
 from archsim.table_result import TableResult
 
 if TYPE_CHECKING:
     from archsim.array.analytic import OfmapCount
-    from archsim.array.config import ArrayConfig
     from archsim.count_types import Count, Counts, Number
     from archsim.workload.layer import Network
 
 
 @speaks_keywords
 def gemm(*, m: Count | None = None, k: Count | None = None, n: Count | None = None,
-         array: str | None = None, dataflow: str | None = None, config: str | Path | None = None,
+         array: str | int | Path | None = None, dataflow: str | None = None, config: str | Path | None = None,
          shapes: str | Path | None = None, ofmap_count: str = "scalesim", engine: str = "analytic",
          bandwidth: Count | None = None, sram_kb: Counts | None = None,
          layout: str | Path | None = None, bank_rule: str = "set", min_bandwidth: bool = False,
          clock_ghz: Number | None = None, dtype: str | None = None,
          element_bytes: Count | None = None) -> TableResult:
     """SCALE-Sim-exact cost of one GEMM out[M×N] = A[M×K]·B[K×N] (``m``, ``k``, ``n``) on ``array``
-    (``"ROWSxCOLS"``, default 32x32 or ``config``'s: a SCALE-Sim ``.cfg``, or a device TOML read as
-    :func:`iteration_energy` reads it) in ``dataflow`` (ws, os, is), or of every row of a ``shapes``
-    CSV (columns m,k,n,rows,cols,dataflow), as ``archsim gemm`` costs them, its flags as keywords of the same names
+    (``"ROWSxCOLS"`` or ``N``, ``32`` or ``"32"`` for 32×32, default 32x32 or ``config``'s: a SCALE-Sim ``.cfg``,
+    or a device TOML read as :func:`iteration_energy` reads it; a ``.cfg`` or TOML path given as ``array`` is
+    ``config``, as :func:`archsim.cost`'s; an :class:`ArrayConfig` is refused, naming the keywords it stands for)
+    in ``dataflow`` (ws, os, is), or of every row of a ``shapes`` CSV (columns m,k,n,rows,cols,dataflow), as
+    ``archsim gemm`` costs them, its flags as keywords of the same names
     (``ofmap_count``: ``scalesim`` or ``true``; ``engine="cycle"``: stall cycles and DRAM words under ``bandwidth``
     (DRAM words/cycle) and ``sram_kb`` (KiB); ``layout`` and ``bank_rule``: a SCALE-Sim layout file's bank
     conflicts; ``min_bandwidth=True``: the fewest DRAM words/cycle that run stall-free; ``clock_ghz`` adds
@@ -57,10 +59,15 @@ def gemm(*, m: Count | None = None, k: Count | None = None, n: Count | None = No
     from archsim.gemm_chip import with_chip_seconds
 
     m, k, n = (None if value is None else positive_int(value, name) for value, name in ((m, "m"), (k, "k"), (n, "n")))
-    if array is not None and not isinstance(array, str):
+    if isinstance(array, ArrayConfig):  # archsim gemm takes a shape and a file: what an ArrayConfig is built from
         from archsim.errors import InputError
 
-        raise InputError(f"expected ROWSxCOLS such as '32x32', got {type(array).__name__}", field="array")
+        raise InputError("gemm costs the array archsim gemm's flags describe, not an ArrayConfig: give its shape as "
+                         f"array='{array.rows}x{array.cols}' with dataflow=, sram_kb=, bandwidth=, clock_ghz= and "
+                         "dtype= or element_bytes=, or the .cfg or device TOML it was read from as config=",
+                         field="array")
+    array, config = cfg_as_config(array, config)  # cost's reading: 32 is "32", a .cfg or device TOML is config
+    array = None if array is None else str(array)
     if dataflow is not None:
         check_choice(dataflow, ("ws", "os", "is"), "dataflow")
     for value, name, what in ((config, "config", "a SCALE-Sim .cfg or device TOML path"), (shapes, "shapes", "a shapes CSV path"),
@@ -136,7 +143,7 @@ def sparse(network: str | Path | None = None, *, config: str | Path, topology: s
 
 
 @speaks_keywords
-def iteration_energy(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None,
+def iteration_energy(network: str | Path | Network, *, array: str | int | Path | ArrayConfig | None = None,
                      batch: Count = 32, microbatches: Count = 1, mode: str = "exact",
                      engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
                      element_bytes: Count | None = None, config: str | Path | None = None,

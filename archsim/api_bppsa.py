@@ -19,6 +19,7 @@ from archsim.console import library_note
 from archsim.table_result import TableResult
 
 if TYPE_CHECKING:
+    from archsim.array.config import ArrayConfig
     from archsim.count_types import Count, Counts, Number
     from archsim.workload.layer import Network
 
@@ -31,7 +32,8 @@ def _warn(text: str) -> None:
 @speaks_keywords
 def bppsa_rnn(*, seq_len: Counts = PAPER_SEQ_LENS, hidden: Count = 20,
               batch: Count = 16, processors: Counts = "64,256,1024",
-              array: str | None = None, dataflow: str | None = None, config: str | Path | None = None,
+              array: str | int | Path | ArrayConfig | None = None, dataflow: str | None = None,
+              config: str | Path | None = None,
               dtype: str | None = None, element_bytes: Count | None = None,
               report: str | Path | None = None) -> TableResult:
     """BPPSA's Fig. 8 as ``archsim bppsa rnn`` models it: a tanh RNN's backward pass (hidden size ``hidden``,

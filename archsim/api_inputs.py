@@ -51,13 +51,15 @@ def load_network(source: str | Path | Network, *, only: str | Sequence[str] | No
 
 
 @speaks_keywords
-def array_config(array: str | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
+def array_config(array: str | int | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
                  dataflow: str | None = None, dtype: str | None = None, element_bytes: Count | None = None,
                  bandwidth: Count | None = None, sram_kb: Counts | None = None,
                  clock_ghz: Number | None = None) -> ArrayConfig:
     """An :class:`ArrayConfig` as the array flags build it (:func:`archsim.array.options.array_from_options`):
-    ``array`` ``"ROWSxCOLS"`` (default 32x32, or ``config``'s shape), a SCALE-Sim ``.cfg`` path (as
-    ``config``) or a config as is; ``config``, ``dataflow`` (ws, os, is), ``dtype`` (int8, fp16, bf16, fp32)
+    ``array`` ``"ROWSxCOLS"`` or ``N`` (``32`` or ``"32"``: 32×32; default 32x32, or ``config``'s shape), a
+    ``.cfg`` or device TOML path (as ``config``) or a config as is (:func:`cfg_as_config`, every job's reading);
+    ``config`` (a SCALE-Sim ``.cfg``, or a device TOML: its one array kind as ``archsim.cost`` reads it, at
+    ``dtype`` default fp16 as there), ``dataflow`` (ws, os, is), ``dtype`` (int8, fp16, bf16, fp32)
     or ``element_bytes`` (default 1, or an ``ArrayConfig``'s own; both given must agree), ``bandwidth`` (DRAM
     words/cycle), ``sram_kb`` (KiB, one or ifmap,filter,ofmap) and ``clock_ghz`` as ``--config``,
     ``--dataflow``, ``--dtype``, ``--element-bytes``, ``--bandwidth``, ``--sram-kb`` and ``--clock-ghz``;
@@ -69,21 +71,33 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
     analytic engine reads no bandwidth. A ``.cfg``'s ``[macs_per_pe]`` rate of ``dtype`` is its ``mac_rate`` (1
     without ``dtype``), as ``config=`` times the GEMMs (since 2026-12-06)."""
     from archsim.array.device_rate import with_device_bandwidth
+    from archsim.array.device_sections import is_device_toml
     from archsim.array.options import element_width
+    from archsim.choices.devices import ARRAY_DTYPES
     from archsim.console import library_note
+    from archsim.device_toml import device_toml_dtype
 
-    built = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
-                        bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, rated=True)
     file = cfg_as_config(array, config)[1]
+    toml = is_device_toml(file)
+    if toml:  # its one array kind, read as cost reads it (array_and_notes), at cost's dtype (until 2026-12-06 refused)
+        if dtype is not None:  # fp8 refused as with a .cfg (build_array's choices): array_config takes no fp8
+            check_choice(dtype, ARRAY_DTYPES, "dtype")
+        dtype = device_toml_dtype(file, dtype, element_bytes)
+        built, notes = array_and_notes(array, config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+                                       bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, engine="analytic")
+    else:
+        built = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+                            bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, rated=True)
+        notes = unread_keys_notes(file, rates_read=True)  # its [macs_per_pe] read, as cost's
     if file is not None and bandwidth is None:  # the file's GB/s in its own clock's words, as the commands read it
         width = element_width(dtype, None if element_bytes is None else int(str(element_bytes)))  # checked above
         built = with_device_bandwidth(built, file, width or 1)[0]
-    for note in unread_keys_notes(file, rates_read=True):  # its [macs_per_pe] read, as cost's
+    for note in notes:
         library_note(note, stacklevel=user_stacklevel())
     return built
 
 
-def build_array(array: str | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
+def build_array(array: str | int | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
                 dataflow: str | None = None, dtype: str | None = None, element_bytes: Count | None = None,
                 bandwidth: Count | None = None, sram_kb: Counts | None = None,
                 clock_ghz: Number | None = None, rated: bool = False, fp8: bool = False) -> ArrayConfig:
@@ -151,13 +165,19 @@ def check_rate_width(array: ArrayConfig, element_bytes: int | None) -> None:
 
 
 def cfg_as_config(array, config):
-    """(array, config) with a ``.cfg`` path, or a device TOML's (``chip.toml``, any case of the suffix), given as
-    ``array`` moved to ``config``, where ``--config`` takes it
-    (the array it describes, and the ``[energy]`` table it names); a ``config`` that is no path is refused in one
-    line naming it, before any file is opened."""
+    """(array, config): the one reading of the array keywords every job takes (``cost``, ``profile``,
+    ``iteration_energy``, ``gemm``, ``schedule``, ``plan``, ``bppsa_rnn``, ``array_config``), as ``--array`` and
+    ``--config`` take them. A ``.cfg`` path, or a device TOML's (``chip.toml``, any case of the suffix), given as
+    ``array`` (str or Path) moves to ``config``, where ``--config`` takes it (the array it describes, and the
+    ``[energy]`` table it names); a whole number ``array`` is its text, ``32`` the ``--array 32`` (32×32) it stands
+    for, parsed with the flag's own text (:func:`~archsim.array.config.parse_array_shape`, where the shape is read);
+    an :class:`ArrayConfig` stays as is. A ``config`` that is no path is refused in one line naming it, before any
+    file is opened."""
     check_config(config)
     if config is None and is_config_path(array):
         return None, array
+    if isinstance(array, int) and not isinstance(array, bool):  # array=32 is --array 32 (until 2026-12-06: cost's
+        return str(array), config                               # with a device TOML and gemm refused it)
     return array, config
 
 
@@ -196,7 +216,7 @@ def config_notes(config: str | Path | None, dtype: str | None, element_bytes: ob
     return [note for note in notes if note]
 
 
-def array_and_notes(array: str | Path | ArrayConfig | None, config: str | Path | None, *, dataflow: str | None,
+def array_and_notes(array: str | int | Path | ArrayConfig | None, config: str | Path | None, *, dataflow: str | None,
                     dtype: str | None, element_bytes: Count | None, bandwidth: Count | None,
                     sram_kb: Counts | None, clock_ghz: Number | None,
                     engine: str) -> tuple[ArrayConfig, list[str]]:
@@ -212,8 +232,8 @@ def array_and_notes(array: str | Path | ArrayConfig | None, config: str | Path |
     from archsim.choices.devices import FP8_ARRAY_DTYPES
     from archsim.device_toml import device_toml_notes
 
+    array, config = cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does; 32 is "32"
     if not is_device_toml(config):
-        array, config = cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does
         chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                              bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, rated=True, fp8=True)
         rate = None

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from archsim.api_inputs import build_array, load_network, unread_keys_notes
+from archsim.api_inputs import build_array, cfg_as_config, load_network, unread_keys_notes
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords, user_stacklevel
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
 from archsim.console import library_note, said_after
@@ -55,9 +55,9 @@ def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: Co
          baselines: str | None = None, seed: Count | None = None, links: str = "paper", replication: str = "paper",
          max_stages: Count | None = None, activation_compression_ratio: Number | None = None,
          memory_constraint: bool = False, straight_pipeline: bool = False, use_fewer_machines: bool = False,
-         array: str | None = None, dataflow: str | None = None, config: str | Path | None = None,
-         dtype: str | None = None, element_bytes: Count | None = None, micro_batch: Count | None = None,
-         batch: Count | None = None, mode: str | None = None, clock_ghz: Number | None = None,
+         array: str | int | Path | ArrayConfig | None = None, dataflow: str | None = None,
+         config: str | Path | None = None, dtype: str | None = None, element_bytes: Count | None = None,
+         micro_batch: Count | None = None, batch: Count | None = None, mode: str | None = None, clock_ghz: Number | None = None,
          only: str | Sequence[str] | None = None, shapes: str = "auto", unsupported: str = "error",
          input_shape: str | None = None, dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None,
          max_ops: Count | None = None, max_search_steps: Count | None = None) -> PlanResult:
@@ -115,6 +115,7 @@ def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: Co
         check_choice(dtype, FP8_ARRAY_DTYPES, "dtype")  # fp8 on an array, as cost's
     if config is not None:
         check_path(config, "config", "a SCALE-Sim .cfg path")
+    array, config = cfg_as_config(array, config)  # cost's reading: a device TOML given as array meets config's line
     element_bytes, micro_batch, batch = (None if value is None else positive_int(value, name) for value, name in (
         (element_bytes, "element-bytes"), (micro_batch, "micro-batch"), (batch, "batch")))
     if mode is not None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archsim.api_inputs import is_config_path
+from archsim.api_inputs import cfg_as_config
 from archsim.api_keywords import (
     check_choice,
     check_path,
@@ -108,7 +108,7 @@ def schedule(network: str | Path | Network | LayerProfile | None = None, *, poli
              microbatches: Count | None = None, unit_costs: bool = False, flush: bool | None = None,
              group: Count | None = None, streams: str | None = None, region_size: Count | None = None,
              chunks: Count | None = None, reverse_k: Count | None = None, sync: str | None = None,
-             comm_units: Number | None = None, array: str | Path | ArrayConfig | None = None, config: str | Path | None = None,
+             comm_units: Number | None = None, array: str | int | Path | ArrayConfig | None = None, config: str | Path | None = None,
              dataflow: str | None = None, dtype: str | None = None, element_bytes: Count | None = None,
              engine: str | None = None, dram_bandwidth: Count | None = None,
              sram_kb: Counts | None = None, clock_ghz: Number | None = None,
@@ -212,9 +212,10 @@ def _checked(given: dict[str, Any]) -> dict[str, Any]:
     for name in ("stage_profile", "schedule_csv_in", "config"):
         if settings[name] is not None:
             check_path(settings[name], name.replace("_", "-"), "a file path")
-    array = settings["array"]
-    if settings["config"] is None and not _is_array_config(array) and is_config_path(array):
-        settings["array"], settings["config"] = None, str(array)  # a .cfg or device TOML given as array is --config
+    array, config = cfg_as_config(settings["array"], settings["config"])  # cost's reading: 32 is "32"
+    if settings["config"] is None and config is not None:  # a .cfg or device TOML given as array is --config
+        config = str(config)
+    settings["array"], settings["config"] = array, config
     if settings["dim"] is not None:
         settings["dim"] = list(settings["dim"].items()) if isinstance(settings["dim"], Mapping) else settings["dim"]
     return settings
@@ -234,12 +235,6 @@ def _network_types() -> tuple[type, ...]:
     from archsim.workload.layer import Network
 
     return (str, Path, Network)
-
-
-def _is_array_config(value: object) -> bool:
-    from archsim.array.config import ArrayConfig
-
-    return isinstance(value, ArrayConfig)
 
 
 def _policies() -> tuple[str, ...]:

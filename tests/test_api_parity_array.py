@@ -101,7 +101,7 @@ def test_gemm_refuses_as_the_command_does(case, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize(("keywords", "field"), [
-    ({"m": 0, "k": 4, "n": 4}, "m"), ({"m": 4, "k": 2.5, "n": 4}, "k"), ({"m": 4, "k": 4, "n": 4, "array": 32}, "array"),
+    ({"m": 0, "k": 4, "n": 4}, "m"), ({"m": 4, "k": 2.5, "n": 4}, "k"), ({"m": 4, "k": 4, "n": 4, "array": 32.5}, "array"),
     ({"m": 4, "k": 4, "n": 4, "dataflow": "xs"}, "dataflow"), ({"m": 4, "k": 4, "n": 4, "engine": "fast"}, "engine"),
     ({"m": 4, "k": 4, "n": 4, "min_bandwidth": "yes"}, "min_bandwidth"),
     ({"m": 4, "k": 4, "n": 4, "clock_ghz": 1e9}, "clock_ghz"), ({"m": 4, "k": 4, "n": 4, "shapes": 3}, "shapes"),
