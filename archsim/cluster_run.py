@@ -164,6 +164,23 @@ def machines(args: Any, speak: Speak) -> Any:
     return JobCluster(read.machine_sizes, read.device_memory_gib * GIB)
 
 
+def memory_hint(trace: Any, catalog: Any, cluster: Any, args: Any) -> str:
+    """What to give where a trace's model does not fit a device: the device memory in GiB, to the hundredth above,
+    that holds the trace's largest model (every row's, not just the refused one's), as ``--device-memory-gb`` or
+    a cluster file's GPUs; empty where every model fits (the refusal was another's)."""
+    import math
+
+    from archsim.cluster.catalog import lookup
+
+    largest = max(lookup(catalog, job.model).full_memory_bytes for job in trace)
+    if largest <= cluster.device_memory_bytes:
+        return ""
+    gib = math.ceil(largest / GIB * 100) / 100
+    if getattr(args, "cluster", None):
+        return f": give a cluster file whose GPUs hold {gib:g} GiB or more"
+    return f": give {setting('device-memory-gb', gib)} or more"
+
+
 MAX_ROUNDS = 10**6  # scheduling intervals one simulation may step through (≈ a minute of CPU)
 
 
@@ -219,7 +236,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
             trace = file_trace if file_trace is not None else synthetic_trace(args.jobs, seed, catalog=catalog)
             try:
                 jobs = build_jobs(trace, catalog, cluster)
-            except InputError as exc:  # name the trace file: the row's job id is in the field
+            except InputError as exc:  # name the trace file and the row's line: the row's job id is in the field
                 widest = max(job.workers for job in trace)
                 too_wide = str(exc.where.field).endswith("num_gpu") and widest > cluster.devices
                 more = (f"a cluster file of {widest} GPUs or more" if getattr(args, "cluster", None) else
@@ -228,8 +245,11 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
                     raise InputError(f"the synthetic trace (seed {seed}) draws a job of {widest} workers (§4.2's mix: "
                                      f"1 to 16 workers) and the cluster has {cluster.devices} devices: give "
                                      f"{more}", field="cluster" if getattr(args, "cluster", None) else "gpus") from None
-                hint = f": give {more}" if too_wide else ""  # the trace's widest job, not just this one
-                raise InputError(exc.message + hint, file=None if synthetic else args.trace, field=exc.where.field) from None
+                hint = (f": give {more}" if too_wide  # the trace's widest job, not just this one
+                        else memory_hint(trace, catalog, cluster, args) if str(exc.where.field).endswith("model_name")
+                        else "")
+                raise InputError(exc.message + hint, file=None if synthetic else args.trace, line=exc.where.line,
+                                 field=exc.where.field) from None
             _check_rounds(jobs, config.interval_s)
             for name in policies:
                 finished = np.zeros(2, np.int64)  # jobs done; a stop flag polled() sets on Ctrl-C

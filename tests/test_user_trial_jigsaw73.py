@@ -1,0 +1,39 @@
+"""A cluster-scheduling researcher's trial of ``archsim cluster`` on a trace of their own (SPB + Jigsaw)."""
+
+import pytest
+
+from archsim.cli import main
+from archsim.cluster.trace import COLUMNS
+
+HEADER = ",".join(COLUMNS) + "\n"
+
+
+def run(argv, capsys):
+    code = main(["cluster", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_job_wider_than_the_cluster_is_named_with_its_trace_line(tmp_path, capsys):
+    """The row is the file's third line (header, one job, then the 16-worker one). Failed before: the error named
+    the file and the job but no line, where a negative submit_time was told its line."""
+    trace = tmp_path / "mine.csv"
+    trace.write_text(HEADER + "a,2,0,10,resnet18,0,0\nb,16,5,10,resnet18,0,0\n", encoding="utf-8")
+    code, out, err = run(["--trace", str(trace), "--gpus", "12"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"{trace}, line 3, field 'job b num_gpu': job needs 16 devices; the cluster has 12: give --gpus 16" in err
+
+
+def test_a_model_larger_than_a_device_names_its_line_and_the_memory_that_holds_the_trace(tmp_path, capsys):
+    """By hand from Table 2's backward-pass memory (10⁹ bytes): resnet101 needs 9.79 GB = 9.118 GiB, refused first on
+    8 GiB devices (line 2); the trace's largest, resnet152, needs 12.81 GB = 11.930 GiB, so the memory that holds
+    every row, to the hundredth above, is 11.94 GiB. Failed before: no line, and no figure to give."""
+    trace = tmp_path / "mine.csv"
+    trace.write_text(HEADER + "a,1,0,10,resnet101,0,0\nb,1,5,10,resnet152,0,0\n", encoding="utf-8")
+    code, out, err = run(["--trace", str(trace), "--gpus", "4", "--device-memory-gb", "8"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"{trace}, line 2, field 'job a model_name'" in err and err.rstrip().endswith(
+        "give --device-memory-gb 11.94 or more"), err
+    assert 11.93 * 2**30 < 12.81e9 <= 11.94 * 2**30  # the hundredth above, by hand
+    assert run(["--trace", str(trace), "--gpus", "4", "--device-memory-gb", "11.94", "--format", "csv"], capsys)[0] == 0
+    assert run(["--trace", str(trace), "--gpus", "4", "--device-memory-gb", "11.93"], capsys)[0] == 2
