@@ -37,3 +37,25 @@ def test_a_model_larger_than_a_device_names_its_line_and_the_memory_that_holds_t
     assert 11.93 * 2**30 < 12.81e9 <= 11.94 * 2**30  # the hundredth above, by hand
     assert run(["--trace", str(trace), "--gpus", "4", "--device-memory-gb", "11.94", "--format", "csv"], capsys)[0] == 0
     assert run(["--trace", str(trace), "--gpus", "4", "--device-memory-gb", "11.93"], capsys)[0] == 2
+
+
+@pytest.mark.parametrize("policy, spb, heading", [
+    ("jigsaw-nospb", "none (jigsaw-nospb runs full backprop on every worker)", "Jigsaw without SPB"),
+    ("gandiva", "none (gandiva runs full backprop on every worker)", "Gandiva-like gang scheduling"),
+    ("jigsaw", "jigsaw (every worker's share of backprop, §2)", "Jigsaw + SPB"),
+    ("all", "jigsaw only (baselines run full backprop, §4.2)", "Jigsaw + SPB vs gang baselines"),
+])
+def test_the_meta_and_page_say_which_policies_run_spb(policy, spb, heading, tmp_path, capsys):
+    """Only Jigsaw runs SPB (§4.2: the baselines run standard jobs; jigsaw-nospb is the ablation with full backprop on
+    every worker). Failed before: every run's meta said "jigsaw only (baselines …)" and every page was headed
+    "Jigsaw + SPB vs gang baselines" and said "Jigsaw with SPB", the ablation's and a lone baseline's too."""
+    import json
+
+    trace, page = tmp_path / "two.csv", tmp_path / "page.html"
+    trace.write_text(HEADER + "a,2,0,100,resnet50,0,0\nb,1,5,100,resnet18,0,0\n", encoding="utf-8")
+    code, out, _ = run(["--trace", str(trace), "--gpus", "4", "--policy", policy, "--format", "json",
+                        "--report", str(page)], capsys)
+    assert code == 0 and json.loads(out)["meta"]["spb"] == spb
+    text = page.read_text(encoding="utf-8")
+    assert f"<h1>Cluster scheduling: {heading}</h1>" in text
+    assert ("Jigsaw with SPB" in text) == (policy == "all") and ("No policy here runs SPB" in text) == (spb[:4] == "none")

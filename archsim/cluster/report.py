@@ -138,5 +138,17 @@ def write_cluster_report(path: str | Path, results: Sequence[SimResult], command
     for fig, caption in figures:
         parts.append(f"<figure>{figure(fig)}<figcaption>{esc(caption)}. Regenerate: <code>{cmd}</code>"
                      "</figcaption></figure>")
-    return write_document(path, "archsim cluster report", parts,
-                          heading="Cluster scheduling: Jigsaw + SPB vs gang baselines", style=STYLE_CSS)
+    return write_document(path, "archsim cluster report", parts, heading=report_heading([r.policy for r in results]),
+                          style=STYLE_CSS)
+
+
+HEADINGS = {"jigsaw": "Jigsaw + SPB", "jigsaw-nospb": "Jigsaw without SPB", "gandiva": "Gandiva-like gang scheduling",
+            "tiresias": "Tiresias gang scheduling"}
+
+
+def report_heading(policies: Sequence[str]) -> str:
+    """The page's heading for the policies it shows: the comparison's, or the one policy's own (until 2026-12-06 a
+    page of ``jigsaw-nospb`` or one gang baseline alone was headed "Jigsaw + SPB vs gang baselines")."""
+    if len(policies) == 1:
+        return f"Cluster scheduling: {HEADINGS.get(policies[0], policies[0])}"
+    return "Cluster scheduling: Jigsaw + SPB vs gang baselines"
