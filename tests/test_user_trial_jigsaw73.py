@@ -59,3 +59,28 @@ def test_the_meta_and_page_say_which_policies_run_spb(policy, spb, heading, tmp_
     text = page.read_text(encoding="utf-8")
     assert f"<h1>Cluster scheduling: {heading}</h1>" in text
     assert ("Jigsaw with SPB" in text) == (policy == "all") and ("No policy here runs SPB" in text) == (spb[:4] == "none")
+
+
+def bar_values(page: str, name: str) -> list[float]:
+    """The y values of the page's bar trace ``name`` (plotly stores them as base64 float64)."""
+    import base64
+    import re
+
+    import numpy as np
+
+    found = re.search(r'\{"name":"' + re.escape(name) + r'","x":\[[^\]]*\],"y":\{"dtype":"f8","bdata":"([^"]*)"\}', page)
+    assert found, f"no bar {name!r} on the page"
+    return np.frombuffer(base64.b64decode(found.group(1)), dtype="<f8").tolist()
+
+
+def test_a_trace_files_page_shows_makespan_and_mean_jct_as_fig_4a(tmp_path, capsys):
+    """By hand (Tiresias gangs on 4 GPUs): j0 (2 GPUs, 100 iterations of 1 s) runs 0–100 s; j1 (4 GPUs, arriving at
+    30 s, 50 iterations of 1 s) waits for j0's GPUs and runs 100–150 s: makespan 150 s, JCTs 100 and 120 s, mean 110.
+    Failed before: a page of one run per policy (any trace file) had no makespan figure, the paper's Fig. 4(a)."""
+    trace, page = tmp_path / "two.csv", tmp_path / "page.html"
+    trace.write_text(HEADER + "j0,2,0,100,vgg16,100,0\nj1,4,30,50,resnet50,50,0\n", encoding="utf-8")
+    code, _, _ = run(["--trace", str(trace), "--gpus", "4", "--gpus-per-machine", "2", "--policy", "tiresias",
+                      "--report", str(page)], capsys)
+    text = page.read_text(encoding="utf-8")
+    assert code == 0 and "Makespan and mean JCT per policy (one run)" in text
+    assert bar_values(text, "makespan") == pytest.approx([150]) and bar_values(text, "mean JCT") == pytest.approx([110])
