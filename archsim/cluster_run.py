@@ -164,6 +164,42 @@ def machines(args: Any, speak: Speak) -> Any:
     return JobCluster(read.machine_sizes, read.device_memory_gib * GIB)
 
 
+def memory_hint(trace: Any, catalog: Any, cluster: Any, args: Any) -> str:
+    """What to give where a trace's model does not fit a device: the device memory in GiB, to the hundredth above,
+    that holds the trace's largest model (every row's, not just the refused one's), as ``--device-memory-gb`` or
+    a cluster file's GPUs; empty where every model fits (the refusal was another's)."""
+    import math
+
+    from archsim.cluster.catalog import lookup
+
+    largest = max(lookup(catalog, job.model).full_memory_bytes for job in trace)
+    if largest <= cluster.device_memory_bytes:
+        return ""
+    gib = math.ceil(largest / GIB * 100) / 100
+    if getattr(args, "cluster", None):
+        return f": give a cluster file whose GPUs hold {gib:g} GiB or more"
+    return f": give {setting('device-memory-gb', gib)} or more"
+
+
+def spb_use(policies: tuple[str, ...]) -> str:
+    """The meta's ``spb``: which of the policies run use SPB. Only ``jigsaw`` does; the gang baselines run
+    full backprop (§4.2) and ``jigsaw-nospb`` is Jigsaw's scheduler with full backprop everywhere (the ablation),
+    so a run of those alone uses none (until 2026-12-06 every run said "jigsaw only", ``jigsaw-nospb``'s too)."""
+    others = [name for name in policies if name != "jigsaw"]
+    if "jigsaw" not in policies:
+        return f"none ({' and '.join(others)} run{'s' if len(others) == 1 else ''} full backprop on every worker)"
+    return "jigsaw only (baselines run full backprop, §4.2)" if others else "jigsaw (every worker's share of backprop, §2)"
+
+
+def spb_note(policies: tuple[str, ...]) -> str:
+    """The report's sentence on SPB, for the policies the page shows (:func:`spb_use`)."""
+    if "jigsaw" not in policies:
+        names = " and ".join(policies)
+        nospb = " (Jigsaw's scheduler, the ablation of SPB's gain)" if "jigsaw-nospb" in policies else ""
+        return f"No policy here runs SPB: {names}{nospb} back-propagate{'s' if len(policies) == 1 else ''} every layer on every worker."
+    return "Baselines run without SPB; Jigsaw with SPB (§4.2)." if len(policies) > 1 else "Jigsaw runs with SPB (§2)."
+
+
 MAX_ROUNDS = 10**6  # scheduling intervals one simulation may step through (≈ a minute of CPU)
 
 
@@ -219,7 +255,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
             trace = file_trace if file_trace is not None else synthetic_trace(args.jobs, seed, catalog=catalog)
             try:
                 jobs = build_jobs(trace, catalog, cluster)
-            except InputError as exc:  # name the trace file: the row's job id is in the field
+            except InputError as exc:  # name the trace file and the row's line: the row's job id is in the field
                 widest = max(job.workers for job in trace)
                 too_wide = str(exc.where.field).endswith("num_gpu") and widest > cluster.devices
                 more = (f"a cluster file of {widest} GPUs or more" if getattr(args, "cluster", None) else
@@ -228,8 +264,11 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
                     raise InputError(f"the synthetic trace (seed {seed}) draws a job of {widest} workers (§4.2's mix: "
                                      f"1 to 16 workers) and the cluster has {cluster.devices} devices: give "
                                      f"{more}", field="cluster" if getattr(args, "cluster", None) else "gpus") from None
-                hint = f": give {more}" if too_wide else ""  # the trace's widest job, not just this one
-                raise InputError(exc.message + hint, file=None if synthetic else args.trace, field=exc.where.field) from None
+                hint = (f": give {more}" if too_wide  # the trace's widest job, not just this one
+                        else memory_hint(trace, catalog, cluster, args) if str(exc.where.field).endswith("model_name")
+                        else "")
+                raise InputError(exc.message + hint, file=None if synthetic else args.trace, line=exc.where.line,
+                                 field=exc.where.field) from None
             _check_rounds(jobs, config.interval_s)
             for name in policies:
                 finished = np.zeros(2, np.int64)  # jobs done; a stop flag polled() sets on Ctrl-C
@@ -248,7 +287,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
             "interval_seconds": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
             **({"unit_seconds": read["unit_seconds"]} if "unit_seconds" in read else {}),
             **({"seeds": ",".join(str(s) for s in seeds)} if synthetic else {}),
-            "jobs": int(per_run[0]["jobs"]), "spb": "jigsaw only (baselines run full backprop, §4.2)"}
+            "jobs": int(per_run[0]["jobs"]), "spb": spb_use(policies)}
     per_seed = None
     if over_seeds:  # statistics over seeds: pandas (Jigsaw's gains only beside another policy)
         import pandas as pd
@@ -263,7 +302,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
 
         stats = aggregate(per_run) if per_seed is None else rows  # the note's figures: this run's
         notes = ((f"Figures other than the spread show seed {seeds[0]}. " if synthetic else "")
-                 + "Baselines run without SPB; Jigsaw with SPB (§4.2)."
+                 + spb_note(policies)
                  + (" " + granularity_note(args, stats) if "unit_seconds" in read else ""))  # Jigsaw's unit alone
         wrote = str(write_cluster_report(args.report, shown, report_command_line(args, policy), bin_s=config.util_bin_s,
                                          summary=rows.frame() if isinstance(rows, Rows) else rows, per_seed=per_seed,
@@ -280,4 +319,4 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
 __all__ = ["DEFAULT_DEVICE_MEMORY_GIB", "DEFAULT_GAMMA_NS_PER_BYTE", "DEFAULT_GPUS", "DEFAULT_GPUS_PER_MACHINE",
            "DEFAULT_JOBS", "DEFAULT_SEED", "DEFAULT_SEEDS", "JOB_TIME_COLUMNS", "MAX_ROUNDS", "REPLACED_FLAGS", "ClusterRun",
            "check_flags",
-           "granularity_note", "job_time_rows", "machines", "run_cluster"]
+           "granularity_note", "job_time_rows", "machines", "memory_hint", "run_cluster", "spb_note", "spb_use"]

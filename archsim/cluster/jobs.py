@@ -180,7 +180,7 @@ def build_jobs(trace: Sequence[TraceJob], catalog: dict[str, ModelProfile], clus
         check_trace_job(row)
         profile = lookup(catalog, row.model)
         if row.workers > cluster.devices:
-            raise InputError(f"job needs {row.workers} devices; the cluster has {cluster.devices}",
+            raise InputError(f"job needs {row.workers} devices; the cluster has {cluster.devices}", line=row.line,
                              field=f"job {row.job_id} num_gpu")
         iterations = row.iterations or max(1, round(row.duration_s / profile.full_s))
         scale = (row.duration_s / row.iterations / profile.full_s) if row.iterations and row.duration_s else 1.0
@@ -188,7 +188,8 @@ def build_jobs(trace: Sequence[TraceJob], catalog: dict[str, ModelProfile], clus
                                      else None)
         if max(profile.full_memory_bytes, *(m for _, m in tasks)) > cluster.device_memory_bytes:
             raise InputError(f"model {row.model} needs {profile.full_memory_bytes / GIB:.3g} GiB; a device has "
-                             f"{cluster.device_memory_bytes / GIB:.3g} GiB", field=f"job {row.job_id} model_name")
+                             f"{cluster.device_memory_bytes / GIB:.3g} GiB", line=row.line,
+                             field=f"job {row.job_id} model_name")
         jobs.append(JobSpec(row.job_id, row.submit_s, row.workers, iterations, row.model, profile.full_s * scale,
                             profile.full_memory_bytes, tuple(t * scale for t, _ in tasks),
                             tuple(m for _, m in tasks), profile.model_bytes))

@@ -59,16 +59,18 @@ def migration_figure(results: Sequence[SimResult]) -> go.Figure:
 
 
 def spread_figure(summaries: pd.DataFrame) -> go.Figure:
-    """Makespan and mean JCT per policy: mean over seeds, bars from min to max."""
+    """Makespan and mean JCT per policy (Fig. 4(a)): mean over seeds, bars from min to max; of one run (a trace
+    file, or one seed) the run's own figures, without bars."""
     fig = go.Figure()
+    seeds = summaries.seed.nunique()
     for metric, label in (("makespan_seconds", "makespan"), ("jct_mean_seconds", "mean JCT")):
         stats = summaries.groupby("policy", sort=False)[metric].agg(["mean", "min", "max"])
-        fig.add_trace(go.Bar(x=stats.index, y=stats["mean"], name=label,
-                             error_y={"type": "data", "symmetric": False, "array": stats["max"] - stats["mean"],
-                                      "arrayminus": stats["mean"] - stats["min"]}))
-    seeds = summaries.seed.nunique()
-    fig.update_layout(title=f"Makespan and mean JCT per policy (mean over {seeds} seeds; bars: min–max)",
-                      yaxis_title="seconds", barmode="group")
+        spread = ({"error_y": {"type": "data", "symmetric": False, "array": stats["max"] - stats["mean"],
+                               "arrayminus": stats["mean"] - stats["min"]}} if seeds > 1 else {})
+        fig.add_trace(go.Bar(x=stats.index, y=stats["mean"], name=label, **spread))
+    title = (f"Makespan and mean JCT per policy (mean over {seeds} seeds; bars: min–max)" if seeds > 1 else
+             "Makespan and mean JCT per policy (one run)")
+    fig.update_layout(title=title, yaxis_title="seconds", barmode="group")
     return fig
 
 
@@ -122,12 +124,17 @@ def _summary(summary: pd.DataFrame) -> str:
 def write_cluster_report(path: str | Path, results: Sequence[SimResult], command: str, *, bin_s: float = 60.0,
                          summary: pd.DataFrame | None = None, per_seed: pd.DataFrame | None = None,
                          notes: str = "") -> Path:
-    """Write the page atomically; ``per_seed`` (one summary per policy and seed) adds the spread figure."""
+    """Write the page atomically; ``per_seed`` (one summary per policy and seed) gives the makespan and JCT figure its
+    spread over seeds (None: each policy's one run in ``results``)."""
     figures = [(jct_figure(results), "JCT CDF per policy"),
                (utilization_figure(results, bin_s), "Utilization over time per policy"),
                (migration_figure(results), "Migrations per iteration")]
-    if per_seed is not None and per_seed.seed.nunique() > 1:
-        figures.insert(0, (spread_figure(per_seed), "Makespan and JCT over seeds"))
+    if per_seed is None:  # one run of each policy shown (until 2026-12-06 such a page had no Fig. 4(a))
+        from archsim.cluster.metrics import summarize
+
+        per_seed = pd.DataFrame([{**summarize(r), "seed": 0} for r in results])
+    several = per_seed.seed.nunique() > 1
+    figures.insert(0, (spread_figure(per_seed), "Makespan and JCT over seeds" if several else "Makespan and mean JCT"))
     cmd = esc(command)
     parts = [f"<p>Regenerate this page: <code>{cmd}</code></p>"]
     if notes:
@@ -138,5 +145,17 @@ def write_cluster_report(path: str | Path, results: Sequence[SimResult], command
     for fig, caption in figures:
         parts.append(f"<figure>{figure(fig)}<figcaption>{esc(caption)}. Regenerate: <code>{cmd}</code>"
                      "</figcaption></figure>")
-    return write_document(path, "archsim cluster report", parts,
-                          heading="Cluster scheduling: Jigsaw + SPB vs gang baselines", style=STYLE_CSS)
+    return write_document(path, "archsim cluster report", parts, heading=report_heading([r.policy for r in results]),
+                          style=STYLE_CSS)
+
+
+HEADINGS = {"jigsaw": "Jigsaw + SPB", "jigsaw-nospb": "Jigsaw without SPB", "gandiva": "Gandiva-like gang scheduling",
+            "tiresias": "Tiresias gang scheduling"}
+
+
+def report_heading(policies: Sequence[str]) -> str:
+    """The page's heading for the policies it shows: the comparison's, or the one policy's own (until 2026-12-06 a
+    page of ``jigsaw-nospb`` or one gang baseline alone was headed "Jigsaw + SPB vs gang baselines")."""
+    if len(policies) == 1:
+        return f"Cluster scheduling: {HEADINGS.get(policies[0], policies[0])}"
+    return "Cluster scheduling: Jigsaw + SPB vs gang baselines"

@@ -24,7 +24,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +41,9 @@ WORKER_MIX = ((1, 0.50), (2, 0.10), (4, 0.20), (8, 0.15), (16, 0.05))
 
 @dataclass(frozen=True)
 class TraceJob:
-    """One trace row. duration_s / iterations may be 0 (derived later from the model profile)."""
+    """One trace row. duration_s / iterations may be 0 (derived later from the model profile). ``line``: the row's
+    line in its trace file (None for a drawn or hand-built row), so that a check made later, against the cluster
+    (a job wider than it, a model larger than a device), can name it; not part of the row's value."""
 
     job_id: str
     workers: int
@@ -49,6 +51,7 @@ class TraceJob:
     iterations: int
     model: str
     duration_s: float
+    line: int | None = field(default=None, compare=False)
 
 
 def parse_tiresias_csv(text: str, *, source: str = "<string>", catalog: dict[str, ModelProfile] | None = None
@@ -78,7 +81,7 @@ def parse_tiresias_csv(text: str, *, source: str = "<string>", catalog: dict[str
             _note_one_iteration(Where(source, line, "duration"), job_id, num["duration"], cell["model_name"],
                                 profile.full_s)
         jobs.append(TraceJob(job_id, int(num["num_gpu"]), num["submit_time"], int(num["iterations"]),
-                             cell["model_name"], num["duration"]))
+                             cell["model_name"], num["duration"], line))
     return tuple(sorted(jobs, key=lambda j: j.submit_s))
 
 
