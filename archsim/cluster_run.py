@@ -147,21 +147,20 @@ def check_flags(args: Any) -> None:
                 setattr(args, name, default)
 
 
-def machines(args: Any, speak: Speak) -> Any:
-    """The :class:`~archsim.cluster.jobs.JobCluster` the run places jobs on: ``--cluster``'s file (its figures put into
-    ``args`` for the meta and the report, its warnings said), else ``--gpus`` devices, ``--gpus-per-machine`` to a
-    machine, of ``--device-memory-gb`` GiB."""
+def machines(args: Any) -> tuple[Any, tuple[str, ...]]:
+    """The :class:`~archsim.cluster.jobs.JobCluster` the run places jobs on and the file's warnings (the caller says
+    them, so a library call's warning points at the line that called it): ``--cluster``'s file (its figures put into
+    ``args`` for the meta and the report), else ``--gpus`` devices, ``--gpus-per-machine`` to a machine, of
+    ``--device-memory-gb`` GiB, with no warnings."""
     from archsim.cluster.jobs import JobCluster
     from archsim.cluster_machines import read_machines
 
     if getattr(args, "cluster", None) is None:
-        return JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * GIB)
+        return JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * GIB), ()
     read = read_machines(args.cluster)
-    for line in read.warnings:
-        speak("warning", line)
     args.gpus, args.gpus_per_machine = read.gpus, max(read.machine_sizes)
     args.device_memory_gb, args.gamma_ns_per_byte = read.device_memory_gib, read.gamma_ns_per_byte
-    return JobCluster(read.machine_sizes, read.device_memory_gib * GIB)
+    return JobCluster(read.machine_sizes, read.device_memory_gib * GIB), read.warnings
 
 
 def memory_hint(trace: Any, catalog: Any, cluster: Any, args: Any) -> str:
@@ -231,7 +230,9 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
     check_flags(args)
     policy = "all" if args.compare else args.policy
     over_seeds = over_seeds or policy == "all"
-    cluster = machines(args, speak)
+    cluster, warned = machines(args)
+    for line in warned:
+        speak("warning", line)
     if args.gpus_per_machine > args.gpus:  # docs/formats.md: the run builds one machine of --gpus
         speak("note", f"{setting('gpus-per-machine', args.gpus_per_machine)} is more than "
                       f"{setting('gpus', args.gpus)}: the cluster is one machine of {args.gpus} GPUs "

@@ -25,3 +25,12 @@ def test_gemms_warning_points_at_the_callers_line():
 def test_cluster_jobs_note_points_at_the_callers_line():
     said = _said(lambda: archsim.cluster_jobs(trace="synthetic", jobs=3, gpus=8, gpus_per_machine=16))
     assert said == [Path(__file__).name]  # gpus_per_machine above gpus: one note
+
+
+def test_a_cluster_files_warning_points_at_the_callers_line(tmp_path):
+    """The cluster file's warnings were said one call deeper than the run's notes, so they pointed inside archsim."""
+    file = tmp_path / "c.toml"
+    file.write_text('[cluster]\nname = "w"\ninter_server_gbps = 100000\n\n'
+                    '[[servers]]\ngpu = "v100-32gb"\ngpus = 4\ncount = 2\n')  # a NIC above any sold: warned
+    said = _said(lambda: archsim.cluster_jobs(cluster=str(file), jobs=3))
+    assert said and set(said) == {Path(__file__).name}, said
