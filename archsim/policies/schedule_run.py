@@ -113,7 +113,14 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
     from archsim.partition.profile import collapse_profile
     from archsim.policies import zero_bubble as zb
     from archsim.policies.ooo import default_flush, unit_costs
-    from archsim.workload.shipped import BLOCK_NETWORKS, block_groups, block_network_of
+    from archsim.validate import check_operand
+    from archsim.workload.shipped import (
+        BLOCK_NETWORKS,
+        UnknownNetwork,
+        block_groups,
+        block_network_of,
+        shipped_networks,
+    )
 
     if args.policy == "multistream" and args.processors not in (None, 1):
         raise InputError(f"multistream schedules one device's streams: {setting('processors', 1)} (or none), got "
@@ -147,7 +154,12 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
         raise InputError(f"{args.network} (one layer per transformer block) is for the out-of-order backprop "
                          f"pipelines ({', '.join(OOO_POLICIES)}); schedule {blocks} with {args.policy}",
                          field="network")
-    network = loader(blocks or args.network, args)
+    if isinstance(args.network, str):  # a blank one listed with every name schedule takes, as an unknown one
+        check_operand(args.network, "NETWORK", "a network's", shipped_networks(blocks=True))
+    try:
+        network = loader(blocks or args.network, args)
+    except UnknownNetwork as exc:  # the list of every name schedule takes: the block networks too
+        raise exc.among(shipped_networks(blocks=True)) from None
     groups = block_groups(network) if blocks else None
     name = key if blocks and key else network.name
     flush = args.flush if args.flush is not None else default_flush(args.policy)
