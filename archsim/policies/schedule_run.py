@@ -69,10 +69,31 @@ def run_schedule(network=None, *, policy=None, processors=None, microbatches=Non
     speak = speak or say
     check_policy_flags(args, stage_mode(args))  # before anything is read or written
     if stage_mode(args):
-        return _labelled(run_stages(args))
+        return _counted(_labelled(run_stages(args)))
     if isinstance(network, LayerProfile):
-        return _labelled(_profile_run(args, phases))
-    return _labelled(_network_run(args, tuple(drawn), loader or _loader(speak), speak, phases))
+        return _counted(_labelled(_profile_run(args, phases)))
+    return _counted(_labelled(_network_run(args, tuple(drawn), loader or _loader(speak), speak, phases)))
+
+
+# the units a makespan counts in: the array's clock cycles and --unit-costs' units (the meta's unit); seconds and the
+# stage times' unit are times, whatever their value
+COUNTED_UNITS = ("cycles", "units")
+
+
+def counted_makespan(makespan: float, unit: str) -> int | float:
+    """A schedule's ``makespan`` as its ``unit`` states it: an int where the unit counts (:data:`COUNTED_UNITS`)
+    and the schedule ends on a whole one (Fig. 5's 16 units, not 16.0); a float otherwise — half a cycle (an
+    interleaved order's half-size chunks), or a time (seconds, the stage times' unit)."""
+    return int(makespan) if unit in COUNTED_UNITS and float(makespan).is_integer() else makespan
+
+
+def _counted(run: ScheduleRun) -> ScheduleRun:
+    """``run`` with its row's makespan as :func:`counted_makespan` states it in the meta's unit."""
+    from dataclasses import replace
+
+    if "makespan" not in run.row:  # torch's dry-run steps: a count of steps, no makespan
+        return run
+    return replace(run, row={**run.row, "makespan": counted_makespan(run.row["makespan"], run.meta.get("unit", ""))})
 
 
 def _labelled(run: ScheduleRun, layers: Sequence[str | None] | None = None) -> ScheduleRun:
