@@ -129,13 +129,15 @@ def rnn_page(report: str, done: StudyRun, *, seq_lens: list[int], processors: li
     alike, with the command line that regenerates it (``--config`` the ``.cfg`` whose ``[macs_per_pe]`` rate the
     array ran at, where not 1: ``--array`` alone would run one MAC per PE per cycle); returns the path written."""
     from archsim.bppsa.report import write_rnn_page  # plotly: only when a page is asked for
+    from archsim.bppsa.rnn_cost import speedup_bound
     from archsim.console import shell_word
 
     rated = f"--config {shell_word(config)} " if config is not None and array.mac_rate != 1 else ""
     command = (f"archsim bppsa rnn --seq-len {','.join(map(str, seq_lens))} --hidden {hidden} --batch {batch} "
                f"--processors {','.join(map(str, processors))} {rated}--array {array.rows}x{array.cols} "
                f"--dataflow {array.dataflow}{width_flag(dtype, array)} --report {report}")
-    return write_rnn_page(report, done.table.frame(), command, done.meta["array"])
+    bounds = {p: speedup_bound(p, hidden=hidden, batch=batch, array=array) for p in processors}  # the caption's
+    return write_rnn_page(report, done.table.frame(), command, done.meta["array"], bounds)
 
 
 def vgg_page(report: str, done: StudyRun, *, compare_levels: list, width_divisor: int) -> Path:

@@ -2,12 +2,12 @@
 multi-server and NVLS figures.
 
     .venv/bin/python benchmarks/bench_collectives.py
-    .venv/bin/python benchmarks/bench_collectives.py --cluster CLUSTER.toml [--bytes 1e9]
+    .venv/bin/python benchmarks/bench_collectives.py --cluster CLUSTER.toml [--bytes 1GiB]
 
 With ``--cluster``: your cluster instead — the all-reduce bus bandwidth of one server's GPUs, of one GPU per
 server (DP's group when TP fills a server: one GPU per rail) and of the whole cluster's, each one group priced on
 the links archsim train gives a TP group of that size there, or that DP group (its [network] table's NICs, NVLS
-where it says so). ``--bytes`` takes scientific notation (``1e9``).
+where it says so). ``--bytes`` reads sizes as ``archsim collective --nbytes`` does (``1e9``, ``1GiB``, nccl-tests' ``1G``).
 
 Per table (tests/data/e2e/nccl_allreduce: all-reduce on 2–8 A100s and V100s of one server): the sizes
 from 16 MB, the mean and largest |error| of the modelled time and whether the GPU count was fitted
@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from archsim import links
 from archsim.cli import Parser
+from archsim.collective_units import nbytes_flag
 from archsim.devices.gpu_lookup import gpu
 from archsim.errors import InputError
 from archsim.training import fitted
@@ -143,40 +144,26 @@ def _user_cluster(path: str, nbytes: int) -> None:
         print(f"bench_collectives: warning: {warning}", file=sys.stderr)
 
 
-MAX_BYTES = 2**63 - 1  # a signed 64-bit size: any buffer below it prices a finite time
+def _bytes(text: str) -> int:
+    """``--bytes``: a whole number of bytes above 0, read as ``archsim collective --nbytes`` reads it
+    (:func:`archsim.collective_units.parse_nbytes`: ``1073741824``, ``1e9``, ``1GiB`` or nccl-tests' ``1G``)."""
+    return int(nbytes_flag(text))
 
 
-def _positive_bytes(text: str) -> int:
-    """``--bytes``: a whole number of bytes above 0 (an all-reduce of none has no bandwidth), as an integer or in
-    scientific notation (``1e9``, ``4.5e8``: nccl-tests' sizes are written so), never a fraction of a byte."""
-    refused = argparse.ArgumentTypeError(f"expected a whole number of bytes above 0, got {text!r}")
-    if not text.isascii() or "_" in text:  # int() reads '１' and '1_000'; archsim's number flags refuse them
-        raise refused
-    try:
-        value = int(text)
-    except ValueError:
-        try:
-            number = float(text)
-        except ValueError:
-            raise refused from None
-        if not number.is_integer():  # 1.5, inf, nan: no whole number of bytes
-            raise refused from None
-        value = int(number)
-    if value < 1:
-        raise refused
-    if value > MAX_BYTES:  # 1e308 bytes priced an infinite time: a bus bandwidth of 0 GB/s, printed
-        raise argparse.ArgumentTypeError(f"expected at most 2**63 - 1 bytes (a signed 64-bit size), got {text!r}")
-    return value
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The benchmark's flags, read by archsim's own parser: a usage error (an unknown flag, ``--bytes 0``) is one
+    line raised as :class:`InputError`, as archsim's."""
+    parser = Parser(prog="bench_collectives", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cluster", help="price this cluster file's all-reduces instead of the shipped tables")
+    parser.add_argument("--bytes", type=_bytes, default=2**30,
+                        help="buffer size with --cluster, bytes: an integer, 1e9, 1GiB or nccl-tests' 1G "
+                             "(default 1 GiB)")
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    # archsim's own parser: a usage error (an unknown flag, --bytes 0) is one line, as archsim's, not usage and error
-    parser = Parser(prog="bench_collectives", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cluster", help="price this cluster file's all-reduces instead of the shipped tables")
-    parser.add_argument("--bytes", type=_positive_bytes, default=2**30,
-                        help="buffer size with --cluster, bytes: an integer or 1e9 (default 1 GiB)")
     try:
-        args = parser.parse_args(argv)
+        args = parse_args(argv)
         if args.cluster:
             _user_cluster(args.cluster, args.bytes)
             return 0

@@ -133,7 +133,7 @@ def test_bppsa_rnn_page_names_the_cfg_that_sets_the_rate(tmp_path, monkeypatch):
     from archsim.bppsa_run import rnn_page, rnn_study
 
     commands = []
-    monkeypatch.setattr(page, "write_rnn_page", lambda report, frame, command, array: commands.append(command))
+    monkeypatch.setattr(page, "write_rnn_page", lambda report, frame, command, array, bounds: commands.append(command))
     for rate in (2.0, 1.0):
         array = ArrayConfig(8, 8, "os", mac_rate=rate)
         done = rnn_study([10], [4], hidden=20, batch=16, array=array, dtype="bf16")

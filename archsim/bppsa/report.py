@@ -6,6 +6,7 @@ Each figure's caption gives the command that regenerates it and what the model a
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -26,8 +27,16 @@ RNN_ASSUMES = ("n = T dense H×H transposed Jacobians per sample, B samples scan
                "moves with the identity are free; Jacobian generation in the forward pass is not counted.")
 
 
-def rnn_sections(frame: pd.DataFrame, command: str, array: str) -> list[Section]:
-    """Speedup vs T per p (Fig. 8b), latency vs T (Fig. 8a), speedup vs p (Fig. 8e), memory (§3.6)."""
+def bound_words(bounds: Mapping[int, float]) -> str:
+    """The speedup's limit at each p (:func:`archsim.bppsa.rnn_cost.speedup_bound`), as the first caption names it:
+    ``1.82× at p = 64, 29.1× at p = 1024``."""
+    return ", ".join(f"{bound:.3g}× at p = {p}" for p, bound in sorted(bounds.items()))
+
+
+def rnn_sections(frame: pd.DataFrame, command: str, array: str, bounds: Mapping[int, float]) -> list[Section]:
+    """Speedup vs T per p (Fig. 8b), latency vs T (Fig. 8a), speedup vs p (Fig. 8e), memory (§3.6); ``bounds``: the
+    speedup's limit as T grows at each p (:func:`archsim.bppsa.rnn_cost.speedup_bound`), which the first caption
+    states."""
     speed, latency, by_p, memory = go.Figure(), go.Figure(), go.Figure(), go.Figure()
     for p, part in frame.groupby("processors"):
         speed.add_trace(go.Scatter(x=part.seq_len, y=part.speedup, mode="lines+markers", name=f"p = {p}"))
@@ -50,9 +59,10 @@ def rnn_sections(frame: pd.DataFrame, command: str, array: str) -> list[Section]
     memory.update_layout(title=f"Per-worker memory at T = {int(frame.seq_len.max())}", xaxis_title="processors p",
                          yaxis_title="bytes", xaxis_type="log", yaxis_type="log")
     return [
-        (speed, _caption(command, "Speedup grows with T while T·B ≲ p (log-depth levels), then is bounded by p: "
-                         "once every level is p-wide the scan costs ≈ (B·T/p)(mm + mv) against T·(BP step).",
-                         RNN_ASSUMES)),
+        (speed, _caption(command, "Speedup grows with T while T·B ≲ p (log-depth levels), then plateaus below "
+                         "p·c_BP / (B·(c_mm + c_mv)), far below p: once every level is p-wide the scan costs "
+                         "≈ (B·T/p)(c_mm + c_mv) cycles against BP's T·c_BP (c: one product's or BP step's cycles) — "
+                         f"{bound_words(bounds)}.", RNN_ASSUMES)),
         (latency, _caption(command, "Latency of BP (dotted) and BPPSA per processor count.", RNN_ASSUMES)),
         (by_p, _caption(command, "Speedup vs p at fixed T (Fig. 8d–e's axis is 1/B, workers per sample).",
                         RNN_ASSUMES)),
@@ -102,9 +112,11 @@ def vgg_sections(frame: pd.DataFrame, summary: pd.DataFrame, command: str) -> li
     ]
 
 
-def write_rnn_page(path: str, frame: pd.DataFrame, command: str, array: str) -> Path:
-    """``bppsa rnn``'s page of ``frame`` (its rows) at ``path``; returns the path written."""
-    return write_page(path, "BPPSA: tanh RNN backward pass on systolic arrays", rnn_sections(frame, command, array))
+def write_rnn_page(path: str, frame: pd.DataFrame, command: str, array: str, bounds: Mapping[int, float]) -> Path:
+    """``bppsa rnn``'s page of ``frame`` (its rows) at ``path``, ``bounds`` the speedup's limit at each p; returns the
+    path written."""
+    return write_page(path, "BPPSA: tanh RNN backward pass on systolic arrays",
+                      rnn_sections(frame, command, array, bounds))
 
 
 def write_vgg_page(path: str, frame: pd.DataFrame, summary: pd.DataFrame, sparsity: float, command: str) -> Path:

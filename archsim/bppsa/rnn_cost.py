@@ -143,6 +143,16 @@ def rnn_backward(seq_len: int, processors: int, *, hidden: int = 20, batch: int 
                        batch * (seq_len - 1), products, bppsa_mem, pipe_mem)
 
 
+def speedup_bound(processors: int, *, hidden: int = 20, batch: int = 16, array: ArrayConfig | None = None) -> float:
+    """The limit of :func:`rnn_backward`'s speedup as T grows on ``processors`` arrays: BP's T − 1 steps of c_BP
+    cycles against the scan's ≈ T matrix–matrix (up-sweep) and ≈ T matrix–vector (down-sweep) products per sample
+    (Eq. 7's ≈ 2T work), B samples' run in waves of p once every level is p-wide: p·c_BP / (B·(c_mm + c_mv)), a ratio
+    (29.1 at p = 1024 with H = 20, B = 16 on a 32×32 ws array, far below p: each product costs about BP's step)."""
+    check_positive(processors=processors, hidden=hidden, batch=batch)
+    cost = product_cycles(hidden, batch, processors, array or ArrayConfig())
+    return processors * cost.bp_step / (batch * (cost.mm + cost.mv))
+
+
 def rnn_records(seq_lens: Iterable[int], processors: Iterable[int], *, hidden: int = 20, batch: int = 16,
                 array: ArrayConfig | None = None) -> list[dict]:
     """One record per (T, p): the backward-pass speedup of BPPSA over BP as T and p vary (Fig. 8)."""

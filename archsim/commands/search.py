@@ -274,14 +274,24 @@ def _front_line(r: dict) -> str:
 
 
 def _front_block(front: Sequence[dict], objective: str) -> str:
-    """The table's closing block: the Pareto front, one indented line per configuration, fastest first
-    (no ``# name:`` lines: those are the meta's)."""
+    """The table's closing block: the Pareto front, one indented line per configuration, fastest first, at most
+    :data:`~archsim.training.search_front.FRONT_SHOWN` of them spread along it (both ends always:
+    :func:`~archsim.training.search_front.front_shown`) and a line counting the rest, which JSON lists (no
+    ``# name:`` lines: those are the meta's)."""
     against = {"time": "memory per GPU", "cost": "cost per iteration", "energy": "energy per iteration"}[objective]
     from archsim.outputs import format_number  # joules to the unit, as the table's column shows them
+    from archsim.training.search_front import front_shown
 
-    lines = [f"Pareto front, iteration time against {against} ({len(front)} configuration{'s' * (len(front) != 1)}):"]
+    shown = front_shown(len(front))
+    spread = (f", {len(shown)} shown from the fastest to the least {against.split(' per ')[0]}"
+              if len(shown) < len(front) else "")
+    heading = f"Pareto front, iteration time against {against} ({len(front)} configuration{'s' * (len(front) != 1)}"
+    lines = [f"{heading}{spread}):"]
     lines += [f"  {_front_line(r)}" + (f", {r['cost_usd']:.4g} USD" if objective == "cost" else "")
-              + (f", {format_number(r['energy_j'])} J" if objective == "energy" else "") for r in front]
+              + (f", {format_number(r['energy_j'])} J" if objective == "energy" else "")
+              for r in (front[i] for i in shown)]
+    if len(shown) < len(front):
+        lines.append(f"  {len(front) - len(shown)} more on the front: --format json lists all")
     return "\n" + "\n".join(lines) + "\n"
 
 

@@ -114,13 +114,17 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
                          "column), so the flag would set none and be ignored; drop it, or leave the p2p cell empty "
                          "in the rows it should set", field="runs")
     warned: list[str] = []  # each row's train warnings, printed once the rows have run (a bad row: none)
+    noted: list[str] = []  # and its notes (a fit above 90% of a GPU's memory), as train prints them
     with progress(len(rows), "runs", "run", delay=0.5) as bar:
         out = predict_runs(config, cluster, rows, bar.update, file=args.runs,
-                           warn=lambda line, text: warned.append(f"line {line}: {text}"))
+                           warn=lambda line, text: warned.append(f"line {line}: {text}"),
+                           note=lambda line, text: noted.append(f"line {line}: {text}"))
     document = runs_document(out, rows, model=config.name, cluster=cluster, attention=args.attention,
                              dp_overlap=args.dp_overlap, schedule=args.schedule, p2p=args.p2p)
     for line in warned:
         warn(line)
+    for line in noted:
+        note(line)
     for line in runs_file_notes(args.runs, config.name, rows):
         note(line)
     # as one iteration's notes; vTrain's rows set their own sequence length: no note on MODEL's (read_runs: ≥ 1 row)

@@ -69,10 +69,31 @@ def run_schedule(network=None, *, policy=None, processors=None, microbatches=Non
     speak = speak or say
     check_policy_flags(args, stage_mode(args))  # before anything is read or written
     if stage_mode(args):
-        return _labelled(run_stages(args))
+        return _counted(_labelled(run_stages(args)))
     if isinstance(network, LayerProfile):
-        return _labelled(_profile_run(args, phases))
-    return _labelled(_network_run(args, tuple(drawn), loader or _loader(speak), speak, phases))
+        return _counted(_labelled(_profile_run(args, phases)))
+    return _counted(_labelled(_network_run(args, tuple(drawn), loader or _loader(speak), speak, phases)))
+
+
+# the units a makespan counts in: the array's clock cycles and --unit-costs' units (the meta's unit); seconds and the
+# stage times' unit are times, whatever their value
+COUNTED_UNITS = ("cycles", "units")
+
+
+def counted_makespan(makespan: float, unit: str) -> int | float:
+    """A schedule's ``makespan`` as its ``unit`` states it: an int where the unit counts (:data:`COUNTED_UNITS`)
+    and the schedule ends on a whole one (Fig. 5's 16 units, not 16.0); a float otherwise — half a cycle (an
+    interleaved order's half-size chunks), or a time (seconds, the stage times' unit)."""
+    return int(makespan) if unit in COUNTED_UNITS and float(makespan).is_integer() else makespan
+
+
+def _counted(run: ScheduleRun) -> ScheduleRun:
+    """``run`` with its row's makespan as :func:`counted_makespan` states it in the meta's unit."""
+    from dataclasses import replace
+
+    if "makespan" not in run.row:  # torch's dry-run steps: a count of steps, no makespan
+        return run
+    return replace(run, row={**run.row, "makespan": counted_makespan(run.row["makespan"], run.meta.get("unit", ""))})
 
 
 def _labelled(run: ScheduleRun, layers: Sequence[str | None] | None = None) -> ScheduleRun:
@@ -113,7 +134,14 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
     from archsim.partition.profile import collapse_profile
     from archsim.policies import zero_bubble as zb
     from archsim.policies.ooo import default_flush, unit_costs
-    from archsim.workload.shipped import BLOCK_NETWORKS, block_groups, block_network_of
+    from archsim.validate import check_operand
+    from archsim.workload.shipped import (
+        BLOCK_NETWORKS,
+        UnknownNetwork,
+        block_groups,
+        block_network_of,
+        shipped_networks,
+    )
 
     if args.policy == "multistream" and args.processors not in (None, 1):
         raise InputError(f"multistream schedules one device's streams: {setting('processors', 1)} (or none), got "
@@ -147,7 +175,12 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
         raise InputError(f"{args.network} (one layer per transformer block) is for the out-of-order backprop "
                          f"pipelines ({', '.join(OOO_POLICIES)}); schedule {blocks} with {args.policy}",
                          field="network")
-    network = loader(blocks or args.network, args)
+    if isinstance(args.network, str):  # a blank one listed with every name schedule takes, as an unknown one
+        check_operand(args.network, "NETWORK", "a network's", shipped_networks(blocks=True))
+    try:
+        network = loader(blocks or args.network, args)
+    except UnknownNetwork as exc:  # the list of every name schedule takes: the block networks too
+        raise exc.among(shipped_networks(blocks=True)) from None
     groups = block_groups(network) if blocks else None
     name = key if blocks and key else network.name
     flush = args.flush if args.flush is not None else default_flush(args.policy)

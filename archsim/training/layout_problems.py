@@ -89,17 +89,21 @@ def ep_layout_problem(dp: int, ep: int, cp: int = 1, fsdp: bool = False, tp: int
 
 
 def one_chunk_advice(schedule: str, chunks: int, reason: str) -> str:
-    """What a refusal of interleaved 1F1B for fewer micro-batches than PP adds at one model chunk a rank ('' else):
-    Megatron-LM runs that as plain 1F1B, which takes any m (``validate_args`` sets a virtual pipeline size of 1 to
-    None, and ``get_forward_backward_func`` then runs ``forward_backward_pipelining_without_interleaving``, whose
-    warm-up is min(PP − rank − 1, m)), so the run the user meant is ``1f1b`` by its own name, as ``search`` asks
-    (its ``--chunks 1`` refused: the plain schedules are searched by their names); the refusal, its reason and
-    every run of m ≥ PP stay as they were."""
-    if schedule != "interleaved-1f1b" or chunks != 1 or reason != "interleave-needs-pp-microbatches":
+    """What a refusal of interleaved 1F1B for fewer micro-batches than PP, or of interleaved ZB off its rounds of PP,
+    adds at one model chunk a rank ('' else): Megatron-LM runs the first as plain 1F1B, which takes any m
+    (``validate_args`` sets a virtual pipeline size of 1 to None, and ``get_forward_backward_func`` then runs
+    ``forward_backward_pipelining_without_interleaving``, whose warm-up is min(PP − rank − 1, m)), the second runs
+    ZB-H1's order (``layout_notes.ONE_CHUNK_RUNS``), which takes any m too, so the run the user meant is the plain
+    schedule by its own name, as ``search`` asks (its ``--chunks 1`` refused: the plain schedules are searched by
+    their names); the refusal, its reason and every run the rule allows stay as they were."""
+    plain = {"interleaved-1f1b": ("interleave-needs-pp-microbatches", "1f1b", "at least PP micro-batches",
+                                  "Megatron-LM runs plain 1F1B, which takes fewer micro-batches than PP"),
+             "interleaved-zb": ("interleave-needs-microbatches-multiple-of-pp", "zb-h1", "a multiple of PP micro-batches",
+                                "its order is ZB-H1's, which takes any number of micro-batches")}.get(schedule)
+    if plain is None or chunks != 1 or reason != plain[0]:
         return ""
-    return (f"; with one model chunk per rank ({setting('interleave', 1)}) Megatron-LM runs plain 1F1B, which takes "
-            f"fewer micro-batches than PP: give {setting('schedule', '1f1b')}, or "
-            f"{setting('interleave', placeholder='V')} of 2 or more with at least PP micro-batches")
+    return (f"; with one model chunk per rank ({setting('interleave', 1)}) {plain[3]}: give "
+            f"{setting('schedule', plain[1])}, or {setting('interleave', placeholder='V')} of 2 or more with {plain[2]}")
 
 
 __all__ = ["a2a_heads_problem", "cp_problem", "ep_layout_problem", "one_chunk_advice", "or_list", "tp_split_problem"]

@@ -77,7 +77,8 @@ def row_check(base: TransformerConfig, cluster: GpuCluster,
 
 def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRow, ...],
                  tick: Callable[[], None] = lambda: None, file: str | Path | CsvText | None = None,
-                 warn: Callable[[int, str], None] = lambda line, text: None) -> list[dict]:
+                 warn: Callable[[int, str], None] = lambda line, text: None,
+                 note: Callable[[int, str], None] | None = None) -> list[dict]:
     """Each row's sequence length (MODEL's, ``--seq`` or a vTrain row's own), its predicted iteration (seconds) and the part of it that is the host issuing ops
     (``host_bound_seconds``, as ``archsim train``'s meta), its compute and recompute by what they are
     (``compute_split_seconds``, train's meta's object: the same run's :func:`~archsim.training.run.compute_split`), its MFU, model and hardware TFLOP/s per GPU and tokens/s
@@ -88,8 +89,10 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     A row that cannot run on ``cluster`` raises an :class:`InputError` naming its line (and ``file``, the runs file)
     before any row runs (:func:`row_check`).
     ``warn(line, text)`` gets each line ``archsim train`` would warn with for a row alone (a TP group across
-    servers, a rank over its GPU's memory): such a row still runs, as a what-if."""
-    from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
+    servers, a rank over its GPU's memory): such a row still runs, as a what-if. ``note(line, text)`` gets the note
+    ``archsim train`` gives a row alone that fits above 90% of a GPU's memory (:func:`archsim.fits.rank_headroom_note`);
+    None: ``warn`` gets it (the library says both as one :class:`UserWarning`)."""
+    from archsim.fits import cp_span_warning, rank_headroom_note, rank_memory_warning, tp_span_warning
     from archsim.training.energy import cluster_iteration_energy
     from archsim.training.run import train
     from archsim.training.throughput import mean_peak, throughput
@@ -121,6 +124,9 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                      rank_memory_warning(result, machines)):
             if text:
                 warn(row.line, text)
+        headroom = rank_headroom_note(result, machines)  # fits, but with little room for what is not modelled
+        if headroom:
+            (warn if note is None else note)(row.line, headroom)
         p = row.par
         record = {"line": row.line, "model": config.name, "seq": config.seq, "gpus": p.gpus, "tp": p.tp,
                   **({"cp": p.cp, "cp_comm": p.cp_comm} if split else {}),

@@ -18,6 +18,20 @@ def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
     return [costed[i] for i in front_indices([(t[0], second(t)) for t in costed], ties="first")]
 
 
+# the most configurations of the Pareto front the search table's closing block lists (issue #40: a 7B model on 16
+# H100s printed 57 lines under a 10-row table); JSON's meta.pareto, csv's pareto_optimal and --pareto-html keep all
+FRONT_SHOWN = 10
+
+
+def front_shown(count: int, most: int = FRONT_SHOWN) -> list[int]:
+    """The positions of a front of ``count`` configurations (fastest first, so least memory, cost or energy last)
+    that the table lists: all where ``count`` ≤ ``most``; else ``most`` spread evenly by position from the fastest to
+    the last, round(i·(count − 1)/(most − 1)) for i = 0 … most − 1 (both ends always; distinct, the step being > 1)."""
+    if count <= most:
+        return list(range(count))
+    return [round(i * (count - 1) / (most - 1)) for i in range(most)]
+
+
 def pareto_front_rows(make: RowMaker, costed: list[tuple], twins: set[int], retimed: dict[int, dict],
                       second, delay: float = 1.0) -> tuple[list[dict], set[Candidate]]:
     """The Pareto front's rows (:func:`pareto_front` by time and ``second``) and their candidates, over every
@@ -87,4 +101,4 @@ def identical_rows_dropped(first: list[tuple[int, dict]], retimed: dict[int, dic
     return sum(index in listed for index in twins.values())
 
 
-__all__ = ["distinct_rows", "identical_rows_dropped", "pareto_front", "pareto_front_rows"]
+__all__ = ["FRONT_SHOWN", "distinct_rows", "front_shown", "identical_rows_dropped", "pareto_front", "pareto_front_rows"]

@@ -25,9 +25,28 @@ def shipped_dir():
         return Path(__file__).resolve().parents[2] / "layers"
 
 
-def shipped_networks() -> list[str]:
-    """Names of the networks shipped with archsim (CSV stems in ``layers/``)."""
-    return sorted(entry.name[:-4] for entry in shipped_dir().iterdir() if entry.name.endswith(".csv"))
+def shipped_networks(blocks: bool = False) -> list[str]:
+    """Names of the networks shipped with archsim (CSV stems in ``layers/``), sorted; ``blocks``: with the block
+    networks built from them (:data:`BLOCK_NETWORKS`), which ``archsim schedule`` alone takes, so its errors list
+    every name it takes and the other commands' none they refuse."""
+    csvs = [entry.name[:-4] for entry in shipped_dir().iterdir() if entry.name.endswith(".csv")]
+    return sorted([*csvs, *(BLOCK_NETWORKS if blocks else ())])
+
+
+class UnknownNetwork(InputError):
+    """:func:`shipped_key`'s error: ``name`` is no shipped network (``opening``: what the line says first, "no such
+    file, and no"); :meth:`among` says the same line with another command's list of names."""
+
+    def __init__(self, name: str, opening: str, names: list[str]) -> None:
+        key = name.strip().lower().replace("-", "_")
+        hint = _transformer_hint(name) or did_you_mean(key, names)  # a near miss (vgg17) named beside the list
+        super().__init__(f"{opening} shipped network named {name!r}{hint}; shipped: {', '.join(names)}",
+                         field="NETWORK")
+        self.name, self.opening = name, opening
+
+    def among(self, names: list[str]) -> UnknownNetwork:
+        """The same error listing ``names`` (``archsim schedule``'s, :func:`shipped_networks` with blocks)."""
+        return UnknownNetwork(self.name, self.opening, names)
 
 
 BLOCK_NETWORKS: dict[str, str] = {"bert_large_blocks": "bert_large"}
@@ -183,9 +202,7 @@ def shipped_key(name: str, *, missing: str = "no") -> str:
     entry = resolve_name(shipped_dir(), key, ".csv", "shipped network", field="NETWORK")
     if not is_file(entry):
         # a near miss (vgg17, resnet5) is named beside the list, as an unknown flag or policy is
-        hint = _transformer_hint(name) or did_you_mean(key, shipped_networks())
-        raise InputError(f"{missing} shipped network named {name!r}{hint}; shipped: "
-                         f"{', '.join(shipped_networks())}", field="NETWORK")
+        raise UnknownNetwork(name, missing, shipped_networks())
     return key
 
 
