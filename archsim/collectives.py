@@ -1,5 +1,8 @@
-"""Collectives on the cluster model, written once: every planner and schedule that synchronizes
-gradients prices it here.
+"""Collectives on the cluster model as NCCL runs them (calibrated link classes, ring, tree and NVLS,
+spanning groups): what GPU training prices its TP, CP, EP, pipeline and DP traffic with. The papers'
+planners (SPP's PRM, the out-of-order data-parallel policy, the matrix collectives) keep the textbook ring
+their papers price, :mod:`archsim.ring_allreduce`; both read each algorithm's bytes from
+:mod:`archsim.collective_wire`.
 
 Times are in the unit the bandwidth's "per" names (bytes per second → seconds, bytes per cycle →
 cycles); sizes in bytes.
