@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from archsim.commands.search import _front_block
+from archsim.training.search_front import front_block
 
 
 def _front(count: int) -> list[dict]:
@@ -25,7 +25,7 @@ def _listed(block: str) -> list[int]:
 
 @pytest.mark.parametrize("objective", ["time", "energy"])
 def test_57_points_show_10_spread_along_the_front_and_count_the_rest(objective):
-    block = _front_block(_front(57), objective)
+    block = front_block(_front(57), objective)
     # the rule written here independently: 10 positions evenly spaced from the first (fastest) to the last
     # (least memory or energy), rounded to the nearest index; for 57 points no position falls on a half
     expected = [int(i) + 1 for i in np.rint(np.linspace(0, 56, 10))]
@@ -39,11 +39,11 @@ def test_57_points_show_10_spread_along_the_front_and_count_the_rest(objective):
 
 @pytest.mark.parametrize("count", [1, 9, 10])
 def test_a_front_of_at_most_10_is_listed_whole(count):
-    block = _front_block(_front(count), "time")
+    block = front_block(_front(count), "time")
     assert _listed(block) == list(range(1, count + 1)) and "more on the front" not in block
     assert f"({count} configuration" in block
 
 
 def test_11_points_leave_one_out():
-    assert _listed(_front_block(_front(11), "time")) == [int(i) + 1 for i in np.rint(np.linspace(0, 10, 10))]
-    assert "  1 more on the front: --format json lists all" in _front_block(_front(11), "time")
+    assert _listed(front_block(_front(11), "time")) == [int(i) + 1 for i in np.rint(np.linspace(0, 10, 10))]
+    assert "  1 more on the front: --format json lists all" in front_block(_front(11), "time")

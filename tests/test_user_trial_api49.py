@@ -86,10 +86,10 @@ def keyword_refusal(call, keywords: dict) -> str | None:
 def as_keyword(line: str, flag: str, name: str) -> str:
     """The command's line as the function says it: ``argument --tp: …`` and ``field 'global-batch'`` are the
     field ``field 'tp'`` / ``field 'global_batch'``, a flag named in the sentence (``--input-shape applies``, ``--jobs
-    draws``) the keyword, and a flag with a placeholder (``--config FILE``) the keyword's ``config=FILE``, as
+    draws``) the keyword, and a flag with a placeholder or a number (``--config FILE``, ``--tp 2``) the keyword's ``config=FILE``, ``tp=2``, as
     :func:`archsim.console.setting` spells it for either caller."""
     line = line.replace(f"argument --{flag}: ", f"field '{name}': ", 1).replace(f"field '{flag}'", f"field '{name}'")
-    return re.sub(r"--([a-z][a-z0-9-]*)(?: ([A-Z][A-Z0-9_]*)\b)?",  # jobs, not --jobs; config=FILE
+    return re.sub(r"--([a-z][a-z0-9-]*)(?: ([A-Z][A-Z0-9_]*|[0-9][0-9.]*[0-9]|[0-9])\b)?",  # jobs; config=FILE; gb=6.83
                   lambda named: named[1].replace("-", "_") + (f"={named[2]}" if named[2] else ""), line)
 
 

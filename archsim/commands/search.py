@@ -162,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.moe_ops import with_load_imbalance
     from archsim.training.mtp import with_mtp_layers
     from archsim.training.search_flags import chunk_counts, cp_comm_rule
+    from archsim.training.search_front import front_block
     from archsim.training.search_result import rows_frame, text_meta
     from archsim.training.table_lines import csv_rows, table_rows
     from archsim.workload.model_files import config_dtype_note, load_transformer
@@ -220,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = render(rows_frame(rows), args.format, meta=meta, precision=args.precision)
     if args.format == "table":
-        text += _front_block(result.pareto, args.objective)
+        text += front_block(result.pareto, args.objective)
     note_default_seq(config, args.model, args.seq)
     from archsim.training.search_note import cp_not_searched_note
 
@@ -264,35 +265,6 @@ def run(args: argparse.Namespace) -> int:
     if args.gantt or args.trace or args.schedule_csv:
         _write_best_timeline(args, config, cluster, result.rows)
     return 0
-
-
-def _front_line(r: dict) -> str:
-    """One Pareto configuration: its parallelism, schedule, time and memory per GPU."""
-    from archsim.fits import row_layout
-
-    return f"{row_layout(r)}: {r['iteration_seconds']:.4g} s, {r['peak_memory_gib']:.3g} GiB"
-
-
-def _front_block(front: Sequence[dict], objective: str) -> str:
-    """The table's closing block: the Pareto front, one indented line per configuration, fastest first, at most
-    :data:`~archsim.training.search_front.FRONT_SHOWN` of them spread along it (both ends always:
-    :func:`~archsim.training.search_front.front_shown`) and a line counting the rest, which JSON lists (no
-    ``# name:`` lines: those are the meta's)."""
-    against = {"time": "memory per GPU", "cost": "cost per iteration", "energy": "energy per iteration"}[objective]
-    from archsim.outputs import format_number  # joules to the unit, as the table's column shows them
-    from archsim.training.search_front import front_shown
-
-    shown = front_shown(len(front))
-    spread = (f", {len(shown)} shown from the fastest to the least {against.split(' per ')[0]}"
-              if len(shown) < len(front) else "")
-    heading = f"Pareto front, iteration time against {against} ({len(front)} configuration{'s' * (len(front) != 1)}"
-    lines = [f"{heading}{spread}):"]
-    lines += [f"  {_front_line(r)}" + (f", {r['cost_usd']:.4g} USD" if objective == "cost" else "")
-              + (f", {format_number(r['energy_j'])} J" if objective == "energy" else "")
-              for r in (front[i] for i in shown)]
-    if len(shown) < len(front):
-        lines.append(f"  {len(front) - len(shown)} more on the front: --format json lists all")
-    return "\n" + "\n".join(lines) + "\n"
 
 
 def _host_times(args: argparse.Namespace, cluster, rows: Sequence[dict]) -> tuple[tuple[float, str], ...]:

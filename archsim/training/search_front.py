@@ -1,8 +1,11 @@
 """A search's Pareto front (:func:`pareto_front`; its rows, :func:`pareto_front_rows`) and its identical-row twins
 (:func:`distinct_rows`, :func:`identical_rows_dropped`): configurations alike in every column but recompute, listed once, and how
-many of the rows listed stand for such twins (``SearchResult.identical_rows_dropped``)."""
+many of the rows listed stand for such twins (``SearchResult.identical_rows_dropped``); the block that closes the
+table, the front spread along its length (:func:`front_block`)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from archsim.pareto_rule import front_indices
 from archsim.progress import progress
@@ -101,4 +104,32 @@ def identical_rows_dropped(first: list[tuple[int, dict]], retimed: dict[int, dic
     return sum(index in listed for index in twins.values())
 
 
-__all__ = ["FRONT_SHOWN", "distinct_rows", "front_shown", "identical_rows_dropped", "pareto_front", "pareto_front_rows"]
+def front_line(r: dict) -> str:
+    """One Pareto configuration: its parallelism, schedule, time and memory per GPU."""
+    from archsim.fits import row_layout
+
+    return f"{row_layout(r)}: {r['iteration_seconds']:.4g} s, {r['peak_memory_gib']:.3g} GiB"
+
+
+def front_block(front: Sequence[dict], objective: str) -> str:
+    """The table's closing block: the Pareto front, one indented line per configuration, fastest first, at most
+    :data:`~archsim.training.search_front.FRONT_SHOWN` of them spread along it (both ends always:
+    :func:`~archsim.training.search_front.front_shown`) and a line counting the rest, which JSON lists (no
+    ``# name:`` lines: those are the meta's)."""
+    against = {"time": "memory per GPU", "cost": "cost per iteration", "energy": "energy per iteration"}[objective]
+    from archsim.outputs import format_number  # joules to the unit, as the table's column shows them
+
+    shown = front_shown(len(front))
+    spread = (f", {len(shown)} shown from the fastest to the least {against.split(' per ')[0]}"
+              if len(shown) < len(front) else "")
+    heading = f"Pareto front, iteration time against {against} ({len(front)} configuration{'s' * (len(front) != 1)}"
+    lines = [f"{heading}{spread}):"]
+    lines += [f"  {front_line(r)}" + (f", {r['cost_usd']:.4g} USD" if objective == "cost" else "")
+              + (f", {format_number(r['energy_j'])} J" if objective == "energy" else "")
+              for r in (front[i] for i in shown)]
+    if len(shown) < len(front):
+        lines.append(f"  {len(front) - len(shown)} more on the front: --format json lists all")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+__all__ = ["FRONT_SHOWN", "distinct_rows", "front_block", "front_line", "front_shown", "identical_rows_dropped", "pareto_front", "pareto_front_rows"]

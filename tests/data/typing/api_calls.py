@@ -41,7 +41,7 @@ archsim.train("gpt2", cluster=8, global_batch=8)  # refused
 archsim.train("gpt2", cluster="c.toml", global_batch=8, tp=b"2")  # refused
 archsim.search(["gpt2"], cluster="c.toml", global_batch=8)  # refused
 archsim.collective("all-reduce", 1e9, cluster=3.0, gpus=8)  # refused
-archsim.schedule("ffnn8", policy="1f1b", processors=2, array=16)  # refused
+archsim.schedule("ffnn8", policy="1f1b", processors=2, array=16.5)  # refused
 archsim.sweep_cache(3)  # refused
 archsim.train_runs("gpt2", runs="runs.csv", cluster=8)  # refused
 archsim.train_sweep(["gpt2"], sweep="tp=1,2", cluster="c.toml", global_batch=8)  # refused
