@@ -82,9 +82,14 @@ def granularity_note(args: Any, stats: Any) -> str:
     this = (f"In this run{over} {policy} makes {mine.migrations_per_iteration_mean:.2g} worker migrations per "
             "iteration (a job's migrations ÷ its iterations, averaged over jobs: above 1 where several workers move at "
             "once)" + (f", and Jigsaw's makespan is {' and '.join(gains)}." if gains else "."))
-    return (f"{unit} The unit decides how often a worker can lose its device to another job, and each move's "
-            f"γ × model size ({args.gamma_ns_per_byte:g} ns/byte) idles the device. {this} For comparison, measured on "
-            "the default synthetic trace (500 jobs, 45 GPUs, seeds 0–4; docs/papers/jigsaw.md) at both units: planning "
+    server = getattr(args, "migration_cost", DEFAULT_MIGRATION_COST) == "machine"
+    move = ("each move to another machine pays" if server else "each move's")
+    counted = " (counting every change of device, --migration-cost gpu)" if server else ""
+    return (f"{unit} The unit decides how often a worker can lose its device to another job, and {move} "
+            f"γ × model size ({args.gamma_ns_per_byte:g} ns/byte){', which' if server else ''} idles the device"
+            f"{' (a move within one machine is free and not counted, --migration-cost machine)' if server else ''}. "
+            f"{this} For comparison, measured on "
+            f"the default synthetic trace (500 jobs, 45 GPUs, seeds 0–4; docs/papers/jigsaw.md){counted} at both units: planning "
             "every iteration makes 0.49 worker migrations per iteration against 0.0098 in 10 s blocks, and Jigsaw's makespan "
             "gain falls from ≈25% (10 s blocks) to 4–6% over Gandiva and Tiresias; see the migration and utilization "
             "figures.")
@@ -105,6 +110,8 @@ def report_command_line(args: Any, policy: str) -> str:
     for key, default in defaults.items():
         if getattr(args, key) != default:
             words += [f"--{key.replace('_', '-')}", f"{getattr(args, key):g}"]
+    if getattr(args, "migration_cost", None) not in (None, DEFAULT_MIGRATION_COST):
+        words += ["--migration-cost", args.migration_cost]
     if args.report:
         words += ["--report", args.report]
     return shlex.join(words)

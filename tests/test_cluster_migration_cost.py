@@ -114,3 +114,16 @@ def test_a_synthetic_job_too_large_for_memory_is_named_by_its_place_and_model(ca
     assert (f"the synthetic trace (seed 3) draws as its 6th job (job_id j0005) a {trace[first].model} of "
             f"{trace[first].workers} workers, which needs") in err, err
     assert err.count("\n") == 1 and "field 'device-memory-gb'" in err
+
+
+def test_the_report_names_the_reading_it_ran(tmp_path):
+    """The page's command line repeats --migration-cost machine (the default is left out), and its note says a move
+    within a machine was free and that the quoted default-trace figures count every change of device."""
+    page = tmp_path / "page.html"
+    archsim.cluster_jobs(jobs=4, gpus=16, migration_cost="machine", report=page)
+    text = page.read_text(encoding="utf-8")
+    assert "--migration-cost machine" in text
+    assert "a move within one machine is free and not counted" in text
+    assert "counting every change of device, --migration-cost gpu" in text
+    archsim.cluster_jobs(jobs=4, gpus=16, report=page)
+    assert "migration-cost" not in page.read_text(encoding="utf-8")
