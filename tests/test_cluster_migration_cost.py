@@ -38,11 +38,15 @@ def per_job(result, column):
     return dict(zip(result.jobs.job_id, result.jobs[column]))
 
 
+@pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize("mode", ["gpu", "machine"])
-def test_jigsaw_move_inside_a_machine_is_free_only_under_machine(mode):
+def test_jigsaw_move_inside_a_machine_is_free_only_under_machine(mode, compiled, monkeypatch):
     """A (1 worker, 2 iterations of 1 s) runs iteration 1 on device 0; at 1 s B (10 s, larger priority) arrives and
     takes device 0, the lowest idle one; A's iteration 2 goes to device 1, its machine's idle device. It ends at
-    1 + start-up + 1: 2.5 s under gpu with one migration, 2 s under machine with none."""
+    1 + start-up + 1: 2.5 s under gpu with one migration, 2 s under machine with none. Both the plain-Python loop
+    (a small case's) and the compiled kernel (a large one's)."""
+    if compiled:
+        monkeypatch.setattr("archsim.cluster.jigsaw.PYTHON_WORK", -1)
     result = simulate([job("A", 1, 2, 1.0), job("B", 1, 1, 10.0, submit=1.0)], TWO_BY_TWO, "jigsaw", config(mode))
     cost = startup_s(0, 1, mode)
     assert per_job(result, "end_s")["A"] == pytest.approx(1.0 + cost + 1.0, abs=1e-9)
