@@ -53,7 +53,8 @@ JOB_TIME_COLUMNS = ("policy", "seed", "job_id", "model_name", "num_gpu", "iterat
 def job_time_rows(result: Any, jobs: Any, seed: int | None) -> list[dict]:
     """One run's jobs as :data:`JOB_TIME_COLUMNS` rows (``seed``: None on a trace file, which draws none): when each
     was submitted, first ran and finished, its completion time (finish − submit) and its workers' moves to another
-    device (machine, under SimConfig.migration_cost "machine"), from the simulation's per-job columns (``result``, a :class:`~archsim.cluster.jobs.SimResult`)."""
+    device (machine, under SimConfig.migration_cost "machine"), from the simulation's per-job columns (``result``,
+    a :class:`~archsim.cluster.jobs.SimResult`)."""
     models = {job.job_id: job.model for job in jobs}
     columns = {name: result.column(name) for name in ("job_id", "workers", "iterations", "submit_s", "start_s",
                                                       "end_s", "jct_s", "migrations")}

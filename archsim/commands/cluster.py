@@ -6,8 +6,14 @@ import argparse
 
 from archsim.choices.cluster import POLICIES
 from archsim.cluster.jobs import MIGRATION_COSTS
-from archsim.cluster_run import (DEFAULT_JOBS, DEFAULT_MAX_PACK, DEFAULT_MIGRATION_COST, DEFAULT_SEED, DEFAULT_SEEDS,
-                                 DEFAULT_UNIT_SECONDS)
+from archsim.cluster_run import (
+    DEFAULT_JOBS,
+    DEFAULT_MAX_PACK,
+    DEFAULT_MIGRATION_COST,
+    DEFAULT_SEED,
+    DEFAULT_SEEDS,
+    DEFAULT_UNIT_SECONDS,
+)
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.output_files import note_written
