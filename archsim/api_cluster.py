@@ -36,7 +36,7 @@ def cluster_jobs(*, trace: str | Path = "synthetic", cluster: str | Path | None 
                  policy: str = "jigsaw", compare: bool = False,
                  seed: Count | None = None, seeds: Count | None = None, jobs: Count | None = None,
                  interval: Number = 60.0, gamma_ns_per_byte: Number | None = None,
-                 unit_seconds: Number | None = None, max_pack: Count | None = None,
+                 unit_seconds: Number | None = None, max_pack: Count | None = None, migration_cost: str = "gpu",
                  report: str | Path | None = None, job_times: str | Path | None = None) -> TableResult:
     """SPB + Jigsaw against the gang schedulers on a job ``trace`` (a Tiresias CSV, or ``"synthetic"``: §4.2's
     workload of ``jobs`` jobs drawn from ``seed``) on ``gpus`` devices (default 45), ``gpus_per_machine`` to a machine
@@ -45,7 +45,9 @@ def cluster_jobs(*, trace: str | Path = "synthetic", cluster: str | Path | None 
     refused), as ``archsim cluster`` runs it, its flags as keywords of the same names: ``policy``
     jigsaw, gandiva, tiresias, … or ``all`` (``compare=True``), which compares the three over ``seeds`` seeds
     (one policy with ``seeds`` given: its statistics over them);
-    ``interval`` (s), ``gamma_ns_per_byte``, ``unit_seconds`` (Jigsaw's) and ``max_pack`` (Gandiva's) as their flags; ``report`` writes
+    ``interval`` (s), ``gamma_ns_per_byte``, ``unit_seconds`` (Jigsaw's) and ``max_pack`` (Gandiva's) as their flags; ``migration_cost``
+    ``"gpu"`` (default: every change of device pays γ × model size and counts as a migration) or ``"machine"`` (only a
+    change of machine), as ``--migration-cost``; ``report`` writes
     the HTML page, ``job_times`` each job's times as CSV (``--job-times``), both written once the run is done, or
     neither where one fails (the command's one set of outputs). Returns a :class:`~archsim.table_result.TableResult`: one row per run (``all``: the statistics
     over seeds per policy, every column of ``--format json``'s), ``.meta`` and ``to_dict()``, the command's JSON.
@@ -73,6 +75,9 @@ def cluster_jobs(*, trace: str | Path = "synthetic", cluster: str | Path | None 
     gamma_ns_per_byte = None if gamma_ns_per_byte is None else _bounded(gamma_ns_per_byte, "gamma-ns-per-byte")
     unit_seconds = None if unit_seconds is None else _bounded(unit_seconds, "unit-seconds")  # None: the policy's default
     max_pack = None if max_pack is None else positive_int(max_pack, "max-pack")
+    from archsim.cluster.jobs import MIGRATION_COSTS
+
+    check_choice(migration_cost, MIGRATION_COSTS, "migration-cost")
     outputs: list[tuple[str, str | None]] = [(name, str(value)) for name, value in (("report", report), ("job_times", job_times))
                if value is not None]
     for name, value in outputs:
@@ -87,7 +92,7 @@ def cluster_jobs(*, trace: str | Path = "synthetic", cluster: str | Path | None 
                                gpus_per_machine=gpus_per_machine,
                                device_memory_gb=device_memory_gb, policy=policy, compare=compare, seed=seed,
                                seeds=seeds, jobs=jobs, interval=interval, gamma_ns_per_byte=gamma_ns_per_byte,
-                               unit_seconds=unit_seconds, max_pack=max_pack,
+                               unit_seconds=unit_seconds, max_pack=max_pack, migration_cost=migration_cost,
                                report=None if report is None else str(report),
                                job_times=None if job_times is None else str(job_times))
     from archsim.output_files import output_set

@@ -22,6 +22,8 @@ DEFAULT_SEED, DEFAULT_SEEDS, DEFAULT_JOBS = 0, 5, 500  # the synthetic trace's (
 DEFAULT_UNIT_SECONDS, DEFAULT_MAX_PACK = 10.0, 2  # Jigsaw's planning block (s), Gandiva's jobs per device
 # the machines without --cluster: §4.2's 45 V100s (16 GiB), 3 a machine, migrating over 10 GbE (0.8 ns per byte)
 DEFAULT_GPUS, DEFAULT_GPUS_PER_MACHINE, DEFAULT_DEVICE_MEMORY_GIB, DEFAULT_GAMMA_NS_PER_BYTE = 45, 3, 16.0, 0.8
+# what a migration is, and pays γ × model size (SimConfig.migration_cost): a change of device; "machine": of machine
+DEFAULT_MIGRATION_COST = "gpu"
 # the flags a cluster file (--cluster) replaces, in --help's order: given beside it, refused in one line
 REPLACED_FLAGS = ("gpus", "gpus-per-machine", "device-memory-gb", "gamma-ns-per-byte")
 # The policies that read a policy's own flag: given to a run of none of them, it would be echoed and ignored.
@@ -51,7 +53,8 @@ JOB_TIME_COLUMNS = ("policy", "seed", "job_id", "model_name", "num_gpu", "iterat
 def job_time_rows(result: Any, jobs: Any, seed: int | None) -> list[dict]:
     """One run's jobs as :data:`JOB_TIME_COLUMNS` rows (``seed``: None on a trace file, which draws none): when each
     was submitted, first ran and finished, its completion time (finish − submit) and its workers' moves to another
-    device, from the simulation's per-job columns (``result``, a :class:`~archsim.cluster.jobs.SimResult`)."""
+    device (machine, under SimConfig.migration_cost "machine"), from the simulation's per-job columns (``result``,
+    a :class:`~archsim.cluster.jobs.SimResult`)."""
     models = {job.job_id: job.model for job in jobs}
     columns = {name: result.column(name) for name in ("job_id", "workers", "iterations", "submit_s", "start_s",
                                                       "end_s", "jct_s", "migrations")}
@@ -80,9 +83,14 @@ def granularity_note(args: Any, stats: Any) -> str:
     this = (f"In this run{over} {policy} makes {mine.migrations_per_iteration_mean:.2g} worker migrations per "
             "iteration (a job's migrations ÷ its iterations, averaged over jobs: above 1 where several workers move at "
             "once)" + (f", and Jigsaw's makespan is {' and '.join(gains)}." if gains else "."))
-    return (f"{unit} The unit decides how often a worker can lose its device to another job, and each move's "
-            f"γ × model size ({args.gamma_ns_per_byte:g} ns/byte) idles the device. {this} For comparison, measured on "
-            "the default synthetic trace (500 jobs, 45 GPUs, seeds 0–4; docs/papers/jigsaw.md) at both units: planning "
+    server = getattr(args, "migration_cost", DEFAULT_MIGRATION_COST) == "machine"
+    move = ("each move to another machine pays" if server else "each move's")
+    counted = " (counting every change of device, --migration-cost gpu)" if server else ""
+    return (f"{unit} The unit decides how often a worker can lose its device to another job, and {move} "
+            f"γ × model size ({args.gamma_ns_per_byte:g} ns/byte){', which' if server else ''} idles the device"
+            f"{' (a move within one machine is free and not counted, --migration-cost machine)' if server else ''}. "
+            f"{this} For comparison, measured on "
+            f"the default synthetic trace (500 jobs, 45 GPUs, seeds 0–4; docs/papers/jigsaw.md){counted} at both units: planning "
             "every iteration makes 0.49 worker migrations per iteration against 0.0098 in 10 s blocks, and Jigsaw's makespan "
             "gain falls from ≈25% (10 s blocks) to 4–6% over Gandiva and Tiresias; see the migration and utilization "
             "figures.")
@@ -103,6 +111,8 @@ def report_command_line(args: Any, policy: str) -> str:
     for key, default in defaults.items():
         if getattr(args, key) != default:
             words += [f"--{key.replace('_', '-')}", f"{getattr(args, key):g}"]
+    if getattr(args, "migration_cost", None) not in (None, DEFAULT_MIGRATION_COST):
+        words += ["--migration-cost", args.migration_cost]
     if args.report:
         words += ["--report", args.report]
     return shlex.join(words)
@@ -161,6 +171,22 @@ def machines(args: Any) -> tuple[Any, tuple[str, ...]]:
     args.gpus, args.gpus_per_machine = read.gpus, max(read.machine_sizes)
     args.device_memory_gb, args.gamma_ns_per_byte = read.device_memory_gib, read.gamma_ns_per_byte
     return JobCluster(read.machine_sizes, read.device_memory_gib * GIB), read.warnings
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, …, 11th, 12th, 13th, 21st."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def synthetic_job_named(trace: Any, field: str, seed: int) -> str:
+    """Which job of the synthetic trace a refusal's ``field`` ("job ID model_name") names, said as the user can
+    find it: its place in the drawn trace and its model (the id j0005 is the generator's, never written by the user)."""
+    job_id = field.split(" ")[1]
+    place = next(i for i, job in enumerate(trace) if job.job_id == job_id)
+    job = trace[place]
+    return (f"the synthetic trace (seed {seed}) draws as its {ordinal(place + 1)} job (job_id {job_id}) a {job.model} "
+            f"of {job.workers} worker{'s' if job.workers != 1 else ''}, which needs ")
 
 
 def memory_hint(trace: Any, catalog: Any, cluster: Any, args: Any) -> str:
@@ -238,7 +264,8 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
                       f"{setting('gpus', args.gpus)}: the cluster is one machine of {args.gpus} GPUs "
                       f"(gpus_per_machine {args.gpus} in the output)")
     config = SimConfig(interval_s=args.interval, gamma_s_per_byte=args.gamma_ns_per_byte * 1e-9,
-                       unit_s=args.unit_seconds, max_pack=args.max_pack)
+                       unit_s=args.unit_seconds, max_pack=args.max_pack,
+                       migration_cost=getattr(args, "migration_cost", None) or DEFAULT_MIGRATION_COST)
     catalog = paper_catalog()
     synthetic = args.trace == "synthetic"
     policies = MAIN_POLICIES if policy == "all" else (policy,)
@@ -265,6 +292,11 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
                     raise InputError(f"the synthetic trace (seed {seed}) draws a job of {widest} workers (§4.2's mix: "
                                      f"1 to 16 workers) and the cluster has {cluster.devices} devices: give "
                                      f"{more}", field="cluster" if getattr(args, "cluster", None) else "gpus") from None
+                if synthetic and str(exc.where.field).endswith("model_name"):  # a job id the user never wrote
+                    raise InputError(synthetic_job_named(trace, str(exc.where.field), seed)
+                                     + exc.message.split(" needs ", 1)[1]
+                                     + memory_hint(trace, catalog, cluster, args),
+                                     field="cluster" if getattr(args, "cluster", None) else "device-memory-gb") from None
                 hint = (f": give {more}" if too_wide  # the trace's widest job, not just this one
                         else memory_hint(trace, catalog, cluster, args) if str(exc.where.field).endswith("model_name")
                         else "")
@@ -286,6 +318,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
     meta = {"trace": args.trace, **from_file, "gpus": args.gpus, "gpus_per_machine": max(cluster.machine_sizes),  # as ran
             "device_memory_gb": args.device_memory_gb, **({"max_pack": read["max_pack"]} if "max_pack" in read else {}),
             "interval_seconds": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
+            "migration_cost": config.migration_cost,
             **({"unit_seconds": read["unit_seconds"]} if "unit_seconds" in read else {}),
             **({"seeds": ",".join(str(s) for s in seeds)} if synthetic else {}),
             "jobs": int(per_run[0]["jobs"]), "spb": spb_use(policies)}

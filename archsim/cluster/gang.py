@@ -6,7 +6,8 @@ Progress is fluid between scheduling decisions (decisions at admissions, complet
 interval boundary; preemption keeps fractional progress). A device time-sliced by m packed jobs
 gives each 1/m of its time, and a gang advances at the pace of its most-shared device.
 A job whose workers land on other devices than before pauses γ × model size (parallel transfers);
-each moved worker counts one migration.
+each moved worker counts one migration (``SimConfig.migration_cost = "machine"``: only workers that land
+on another machine count, and only they make the job pause).
 
 * **gandiva** (Xiao et al. 2018, as the SPB paper uses it): FIFO with backfill; a job goes on
   free devices consolidated on as few machines as possible (best-fitting machine first); with too
@@ -60,6 +61,7 @@ def simulate_gang(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimConfi
         raise ValueError(policy)
     n, n_dev = len(jobs), cluster.devices
     machine = cluster.machine_of().tolist()
+    where = machine if config.migration_cost == "machine" else list(range(n_dev))  # what a move must change
     admit = [config.admit_time(job.submit_s) for job in jobs]
     order = sorted(range(n), key=lambda j: (admit[j], jobs[j].submit_s, j))
     remaining = [float(job.iterations) for job in jobs]
@@ -89,7 +91,7 @@ def simulate_gang(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimConfi
         assert devices is not None, f"no devices for job {j}"
         previous = last[j]
         if previous is not None:
-            moved = sum(a != b for a, b in zip(previous, devices))
+            moved = sum(where[a] != where[b] for a, b in zip(previous, devices))
             if moved:
                 moves[j] += moved
                 pause[j] += config.gamma_s_per_byte * jobs[j].model_bytes

@@ -8,7 +8,10 @@ ready, the highest-priority ready task is placed (§3.2):
   ties go to the earlier-ready, earlier-submitted job, then the lower worker index;
 * placement at the earliest start: its previous device if idle (no cost); otherwise an idle device
   after the migration delay γ × model size (same machine first, then lowest index), unless the
-  previous device frees no later than that — then the task waits for it (affinity, §3.2).
+  previous device frees no later than that — then the task waits for it (affinity, §3.2). With
+  ``SimConfig.migration_cost = "machine"`` an idle device on the previous device's machine costs
+  nothing and is no migration (the paper's "machine" read as a server); the default charges, and
+  counts, every change of device.
 
 A task's first placement costs nothing (every policy loads its model once). Jobs join at the
 first scheduling-interval boundary after submission. The simulator has no run-time noise, so
@@ -63,7 +66,8 @@ def simulate_jigsaw(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimCon
             np.array([m / memory * t for ts, ms in zip(task_s, task_mem) for t, m in zip(ts, ms)], dtype=float),
             np.array([config.gamma_s_per_byte * job.model_bytes for job in jobs], dtype=float),
             blocks, iterations, np.array([config.admit_time(job.submit_s) for job in jobs], dtype=float),
-            cluster.machine_of().astype(np.int64), _EPS, np.zeros(1, np.int64) if finished is None else finished)
+            cluster.machine_of().astype(np.int64), _EPS, np.zeros(1, np.int64) if finished is None else finished,
+            config.migration_cost == "machine")
     if finished is not None and len(finished) > 1 and finished[1]:
         raise KeyboardInterrupt
     columns: dict[str, Any] = {

@@ -29,11 +29,13 @@ def _open_unit(j, t, ready, workers, offsets, priority, block, left, current, ou
 
 
 @njit(cache=True, nogil=True)
-def run(workers, offsets, task_s, priority, migration, block, iterations, admit, machine, eps, finished):
+def run(workers, offsets, task_s, priority, migration, block, iterations, admit, machine, eps, finished,
+        same_machine_free=False):
     """Simulate; returns (start, end, migrations) per job and the busy segments (begin, end).
 
     ``offsets[j] + w`` indexes worker w of job j in the flat per-task arrays ``task_s`` and
-    ``priority``; ``machine[d]`` is device d's machine. ``finished[0]`` counts the jobs done so far, for a
+    ``priority``; ``machine[d]`` is device d's machine; ``same_machine_free``: a move to another device of the
+    previous device's machine costs nothing and is not counted (else every change of device pays and counts). ``finished[0]`` counts the jobs done so far, for a
     progress bar another thread draws (the GIL is released); a nonzero ``finished[1]``, where present, stops
     the loop early (Ctrl-C: :func:`archsim.progress.polled`), the results then partial and discarded.
     """
@@ -94,6 +96,8 @@ def run(workers, offsets, task_s, priority, migration, block, iterations, admit,
                     for d in range(n_dev):
                         if idle[d] and machine[d] == machine[p]:
                             device = d
+                            if same_machine_free:
+                                delay = 0.0
                             break
                 if device < 0:
                     for d in range(n_dev):
@@ -103,7 +107,7 @@ def run(workers, offsets, task_s, priority, migration, block, iterations, admit,
                 begin = t
                 if p >= 0 and free_at[p] <= t + delay + eps:  # waiting for p beats migrating
                     device, begin, delay = p, free_at[p], 0.0
-                elif p >= 0:
+                elif p >= 0 and not (same_machine_free and machine[device] == machine[p]):
                     moves[j] += 1
             finish = begin + delay + duration
             if idle[device]:

@@ -95,6 +95,10 @@ class JobCluster:
         return np.repeat(np.arange(len(self.machine_sizes)), self.machine_sizes)
 
 
+# what a migration is (SimConfig.migration_cost): a change of device (the default) or of machine
+MIGRATION_COSTS = ("gpu", "machine")
+
+
 @dataclass(frozen=True)
 class SimConfig:
     """Scheduler knobs shared by the policies (defaults: §4.2 and documented assumptions).
@@ -105,6 +109,9 @@ class SimConfig:
         scheduling of fine-grained iterations", §3.1); 0 plans every iteration (exact).
     max_pack: Gandiva's jobs per device when packing. tiresias_thresholds: 2D-LAS queue limits in
         device-seconds of attained service. util_bin_s: width of the utilization series' bins.
+    migration_cost: what a worker's move pays γ × model size for, and what counts as a migration: ``gpu`` (default)
+        any change of device, ``machine`` only a change of machine, a move to another device of the same machine
+        free and uncounted (§3.2 and Fig. 4(c) say "machine", and Fig. 2 calls devices machines: both readings).
     """
 
     interval_s: float = 60.0
@@ -113,8 +120,12 @@ class SimConfig:
     max_pack: int = 2
     tiresias_thresholds: tuple[float, ...] = (3600.0,)
     util_bin_s: float = 60.0
+    migration_cost: str = "gpu"
 
     def __post_init__(self) -> None:
+        if self.migration_cost not in MIGRATION_COSTS:
+            raise InputError(f"must be one of {', '.join(MIGRATION_COSTS)}, got {self.migration_cost!r}",
+                             field="migration_cost")
         for name in ("interval_s", "gamma_s_per_byte", "unit_s"):
             if getattr(self, name) < 0:
                 raise InputError("must be non-negative", field=name)

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 
 from archsim.choices.cluster import POLICIES
-from archsim.cluster_run import DEFAULT_JOBS, DEFAULT_MAX_PACK, DEFAULT_SEED, DEFAULT_SEEDS, DEFAULT_UNIT_SECONDS
+from archsim.cluster.jobs import MIGRATION_COSTS
+from archsim.cluster_run import (
+    DEFAULT_JOBS,
+    DEFAULT_MAX_PACK,
+    DEFAULT_MIGRATION_COST,
+    DEFAULT_SEED,
+    DEFAULT_SEEDS,
+    DEFAULT_UNIT_SECONDS,
+)
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.output_files import note_written
@@ -46,6 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "submit_time (0: admitted on arrival)")
     parser.add_argument("--gamma-ns-per-byte", type=_non_negative, default=None,
                         help="migration cost γ in ns per model byte (default 0.8: 10 Gb/s)")
+    parser.add_argument("--migration-cost", choices=MIGRATION_COSTS, default=DEFAULT_MIGRATION_COST,
+                        help="what a worker's move pays γ × model size for and counts as a migration: 'gpu', any "
+                             "change of device (default), or 'machine', only a change of machine (a move between "
+                             "devices of one machine free and uncounted; the SPB paper's §3.2 rule read with "
+                             "machine = server)")
     parser.add_argument("--unit-seconds", type=_non_negative, default=None,
                         help="Jigsaw plans ≈ this many seconds of a job's iterations as one (0: every "
                              f"iteration, exact; about 20 s per 500-job run; default {DEFAULT_UNIT_SECONDS:g}; jigsaw, "
