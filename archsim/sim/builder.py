@@ -73,9 +73,9 @@ def sub_problem(problem: Problem, keep) -> Problem:
     priority = problem.priorities
     if priority is not None:
         priority = priority[index] if isinstance(priority, np.ndarray) else [priority[i] for i in picked]
-    keys = dict.fromkeys(key for op in problem.ops for key, _ in op.tags)
-    tags = tuple((key, [column[i] for i in picked]) for key, column in
-                 ((key, problem.tag_values(key)) for key in keys))
+    keys = dict.fromkeys(pair[0] for op in problem.ops for pair in op.tags)
+    columns = {key: problem.tag_values(key) for key in keys}
+    tags = tuple((key, [column[i] for i in picked]) for key, column in columns.items())
     ops = OpColumns([a.ids[i] for i in picked], a.proc[index], a.duration[index], pin=a.pin[index],
                     alloc=a.alloc[index], free=a.free[index], priority=priority, tags=tags)
     inside = keep[a.dep_src] & keep[a.dep_dst]
