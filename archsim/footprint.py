@@ -48,7 +48,7 @@ import pandas as pd
 from archsim.choices.partitions import FLUSHED_SCHEDULES, OPTIMIZER_STATES
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile, unstashed_layers
-from archsim.partition.result import Partition, PlacedOp, borrowed_delta_bytes
+from archsim.partition.result import Partition, PlacedOp
 from archsim.sim.problem import Problem
 from archsim.sim.timeline import Timeline
 
@@ -181,6 +181,8 @@ def lent_slice_bytes(op: PlacedOp, profile: LayerProfile) -> int:
         return 0
     if op.split_axis != "reduction":
         return op.extra_bytes
+    from archsim.partition.coster import borrowed_delta_bytes  # the lowering loads only for a reduction split
+
     return op.extra_bytes - borrowed_delta_bytes(profile)[profile.names.index(op.layer)][0]
 
 

@@ -202,7 +202,7 @@ def test_reduction_split_partial_sums_cross_once_by_hand():
 
 
 def test_borrowed_whole_delta_bytes_by_hand_for_a_conv_and_an_fc_layer():
-    from archsim.partition.result import borrowed_delta_bytes
+    from archsim.partition.coster import borrowed_delta_bytes
 
     # 3 × 3 convs with padding 1: 12 × 12 × 3 → 5 channels, then 5 → 7; then an fc 12 · 12 · 7 → 6.
     # Batch 4, 2-byte elements. The first layer computes no δ (its input is the network's).

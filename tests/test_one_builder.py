@@ -25,8 +25,8 @@ from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import order_problem
 from archsim.policies.torch_steps import parse_comm_schedule, step_problem
 from archsim.policies.zero_bubble import zb_problem
-from archsim.sim import Processor, simulate, validate_timeline
-from archsim.sim.builder import VOCABULARY, build
+from archsim.sim import Link, Processor, simulate, validate_timeline
+from archsim.sim.builder import VOCABULARY, build, sub_problem
 from archsim.sim.columns import DepColumns, OpColumns
 from archsim.spp.pe import pe_problem
 from archsim.spp.pe_order import ORDERS as PE_ORDERS
@@ -140,8 +140,8 @@ def test_every_schedule_through_the_builder_and_the_validator(make):
 
 
 def test_nothing_but_the_builder_makes_a_problem():
-    """Outside the simulator only the builder constructs a Problem; ooo.flush_phases cuts a built
-    problem into its two phases (for the lower bound), which is not a schedule."""
+    """Outside the simulator only the builder constructs a Problem (ooo.flush_phases cuts its two phases
+    out with the builder's ``sub_problem``, not by constructing one itself)."""
     found = []
     for path in sorted((ROOT / "archsim").rglob("*.py")):
         relative = path.relative_to(ROOT).as_posix()
@@ -150,4 +150,26 @@ def test_nothing_but_the_builder_makes_a_problem():
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if re.search(r"\bProblem(\.from_arrays)?\(", line):
                 found.append(f"{relative}:{number}")
-    assert [f.rsplit(":", 1)[0] for f in found] == ["archsim/policies/ooo.py"], found
+    assert found == []
+
+
+def test_sub_problem_keeps_the_chosen_actions_and_the_dependencies_between_them():
+    """Hand count: a → b → c → d on two ranks with bytes on b → c; keeping b, c, d keeps b → c (its bytes
+    and link) and c → d, drops a → b, and renumbers the kept actions 0, 1, 2."""
+    ranks = (Processor("p0"), Processor("p1"))
+    link = Link("l", "p0", "p1", bandwidth=2.0)
+    ops = OpColumns(["a", "b", "c", "d"], np.array([0, 0, 1, 1]), np.array([1.0, 2.0, 3.0, 4.0]),
+                    alloc=np.array([0, 5, 0, 0]), free=np.array([0, 0, 0, 5]), priority=[(3,), (2,), (1,), (0,)],
+                    tags=(("kind", ["F", "F", "G", "D"]), ("layer", ["x", None, "y", "z"])))
+    whole = build(ranks, ops, DepColumns(np.array([0, 1, 2]), np.array([1, 2, 3]), np.array([0, 8, 0]),
+                                         np.array([-1, 0, -1])), (link,))
+    part = sub_problem(whole, [False, True, True, True])
+    assert [op.id for op in part.ops] == ["b", "c", "d"]
+    assert [(op.processor, op.duration, op.alloc_bytes, op.free_bytes, op.priority) for op in part.ops] == [
+        ("p0", 2.0, 5, 0, (2,)), ("p1", 3.0, 0, 0, (1,)), ("p1", 4.0, 0, 5, (0,))]
+    assert [op.tags for op in part.ops] == [(("kind", "F"),), (("kind", "G"), ("layer", "y")),
+                                            (("kind", "D"), ("layer", "z"))]
+    assert [(d.src, d.dst, d.bytes, d.link) for d in part.deps] == [("b", "c", 8, "l"), ("c", "d", 0, None)]
+    assert simulate(part).makespan == 2.0 + 4.0 + 3.0 + 4.0  # b, 8 bytes at 2 per unit, c, d
+    with pytest.raises(InputError, match="one keep flag per action"):
+        sub_problem(whole, [True])

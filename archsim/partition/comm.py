@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archsim.lowering import delta_split_units, piece_weight_bytes, whole_delta_weight_bytes
+from archsim.partition import coster
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
 
@@ -30,24 +30,13 @@ class IterationBytes:
 
 def borrowed_weight_bytes(profile: LayerProfile, plan: Partition) -> int:
     """Bytes of weights among ``plan``'s additional bytes: each borrowed δ's (or split piece's) weight slice
-    (:func:`~archsim.lowering.piece_weight_bytes`; a whole δ's: :func:`~archsim.lowering.whole_delta_weight_bytes`),
-    as the plan's ``extra_bytes`` count them. 0 for a plan that borrows nothing, or a profile without shapes."""
+    (:func:`~archsim.partition.coster.op_weight_bytes`), as the plan's ``extra_bytes`` count them. 0 for a
+    plan that borrows nothing, or a profile without shapes."""
     if not profile.lowered:
         return 0
-    element_bytes = profile.array.element_bytes if profile.array is not None else 1
     index = {name: k for k, name in enumerate(profile.names)}
-    total = 0
-    for stage in plan.stages:
-        for op in stage.ops:
-            if not op.borrowed:
-                continue
-            lowered = profile.lowered[index[op.layer]]
-            if op.kind == "D":
-                total += whole_delta_weight_bytes(lowered, element_bytes, profile.mode)
-            elif op.split_axis is not None:  # D2 takes split_part units, a stranded D1 the rest
-                units = op.split_part if op.kind == "D2" else delta_split_units(lowered, op.split_axis) - op.split_part
-                total += piece_weight_bytes(lowered, op.split_axis, units, element_bytes) if units > 0 else 0
-    return total
+    return sum(coster.op_weight_bytes(profile, index[op.layer], op.kind, op.split_axis, op.split_part)
+               for stage in plan.stages for op in stage.ops if op.borrowed)
 
 
 def iteration_bytes(profile: LayerProfile, plan: Partition, microbatches: int) -> IterationBytes:

@@ -7,6 +7,9 @@ door from a partitioner to lowering and the array model: the profile it serves s
 δ (profiles in seconds from ``graph.txt`` or a measured run have no sub-GEMMs to cost). The coster
 caches what it computed — sub-GEMMs, costs and the per-layer split searches
 (:mod:`archsim.partition.split_search`) — because a sweep asks for the same splits thousands of times.
+The lowering's byte counts of a borrowed δ or split piece (:func:`borrowed_delta_bytes`,
+      :func:`op_weight_bytes`) come through this module too, so the plan types and the communication
+count read a profile's shapes without importing the lowering.
 """
 
 from __future__ import annotations
@@ -21,10 +24,13 @@ from archsim.lowering import (
     LoweredLayer,
     SplitAxis,
     delta_split_units,
+    piece_weight_bytes,
     split_d1_bytes,
     split_d2_bytes,
     split_delta,
     split_row_gemms,
+    whole_delta_bytes,
+    whole_delta_weight_bytes,
 )
 from archsim.partition.memo import per_profile
 from archsim.partition.split_search import AxisSplits, BinarySplits, RowSplits, one_gemm, split_gemm, table_splits
@@ -170,10 +176,40 @@ class DeltaCoster:
 
 
 @per_profile
+def borrowed_delta_bytes(profile) -> tuple[tuple[int, int], ...]:
+    """Each layer's (out_bytes, extra_bytes) when its whole δ runs on another stage (LayerPipe's
+    borrowed δ): the result it sends back (δ of the layer's input) and the weights it receives.
+    One source, the lowering, as for every split piece (:func:`~archsim.lowering.whole_delta_bytes`,
+    a rows split moving every row; in ``exact`` mode a non-GEMM δ's result and saved tensors too,
+    :func:`~archsim.lowering.vector_delta_bytes`); a profile without lowered layers (costs in seconds)
+    has no shapes: its own record of δ's size and no weights."""
+    if not profile.lowered:
+        return tuple((int(size), 0) for size in profile.delta_bytes.tolist())
+    element_bytes = profile.array.element_bytes if profile.array is not None else 1
+    return tuple(whole_delta_bytes(item, element_bytes, profile.mode) for item in profile.lowered)
+
+
+def op_weight_bytes(profile, index: int, kind: str, axis: SplitAxis | None = None, part: int = 0) -> int:
+    """Bytes of weights that layer ``index``'s borrowed δ (``kind`` D: :func:`~archsim.lowering.whole_delta_weight_bytes`)
+    or split piece (D2 with ``part`` units of ``axis``, D1 with the rest: :func:`~archsim.lowering.piece_weight_bytes`)
+    receives where it runs; 0 for a profile without lowered layers, or a piece of no units."""
+    if not profile.lowered:
+        return 0
+    lowered = profile.lowered[index]
+    element_bytes = profile.array.element_bytes if profile.array is not None else 1
+    if kind == "D":
+        return whole_delta_weight_bytes(lowered, element_bytes, profile.mode)
+    if axis is None:
+        return 0
+    units = part if kind == "D2" else delta_split_units(lowered, axis) - part
+    return piece_weight_bytes(lowered, axis, units, element_bytes) if units > 0 else 0
+
+
+@per_profile
 def _coster_of(profile) -> DeltaCoster | None:
     if profile.array is None or not profile.lowered or profile.unit != "cycles":
         return None  # nothing to split, or costs in seconds a coster in cycles cannot match
     return DeltaCoster(profile.lowered, profile.array, profile.engine)
 
 
-__all__ = ["DeltaCoster"]
+__all__ = ["DeltaCoster", "borrowed_delta_bytes", "op_weight_bytes"]

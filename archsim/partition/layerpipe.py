@@ -43,14 +43,13 @@ import numpy as np
 from archsim.choices.partitions import BORROW_PAPER, LAYERPIPE_ALPHA, LAYERPIPE_BORROW, MAX_ALPHA
 from archsim.errors import InputError
 from archsim.lowering import SPLIT_AXES, SplitAxis, split_axes
-from archsim.partition.coster import DeltaCoster
+from archsim.partition.coster import DeltaCoster, borrowed_delta_bytes
 from archsim.partition.memo import per_profile
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import (
     Partition,
     PlacedOp,
     Stage,
-    borrowed_delta_bytes,
     borrowed_deltas,
     mandatory_bytes,
     placed_ops,

@@ -157,6 +157,39 @@ def build_profile(network: Network, array: ArrayConfig, batch: int, mode: Mode =
     return profile_of_lowered(lowered, cycles, array=array, mode=mode, batch=batch, engine=engine)
 
 
+@dataclass(frozen=True)
+class OpRates:
+    """One array's cost of each layer's F, G and D (network order; 0 where a layer has no such op), by kind:
+    ``cycles`` and ``utilization`` (the share of the array's PEs the op keeps busy alone, MACs / (cycles · PEs));
+    ``input_bytes`` and ``output_bytes``: each layer's input activation (the size of δ of its input) and its
+    output activation, bytes."""
+
+    cycles: dict[str, tuple[float, ...]]
+    utilization: dict[str, tuple[float, ...]]
+    input_bytes: tuple[int, ...]
+    output_bytes: tuple[int, ...]
+
+
+def op_rates(network: Network, array: ArrayConfig, batch: int, mode: Mode = "exact") -> OpRates:
+    """Lower ``network`` and cost its ops on ``array`` with the analytic model (one cost-model call): what a
+    schedule that shares one array between streams reads (:mod:`archsim.policies.multistream`), beside a
+    profile's costs."""
+    from archsim.array.costing import op_costs
+    from archsim.lowering import lower_network
+
+    lowered = lower_network(network, batch, mode, array.element_bytes)
+    costs = op_costs([op for item in lowered for op in item.ops], array)
+    found = {(row.layer, row.op): (float(row.cycles), float(row.utilization)) for row in costs.itertuples()}
+    names = [item.layer.name for item in lowered]
+
+    def column(kind: str, index: int) -> tuple[float, ...]:
+        return tuple(found.get((name, kind), (0.0, 0.0))[index] for name in names)
+
+    return OpRates({kind: column(kind, 0) for kind in "FGD"}, {kind: column(kind, 1) for kind in "FGD"},
+                   tuple(item.tensors.delta_bytes for item in lowered),
+                   tuple(item.tensors.activation_bytes for item in lowered))
+
+
 def profile_of_lowered(lowered: tuple[LoweredLayer, ...], costs, *, array: ArrayConfig | None = None,
                        mode: str = "exact", batch: int = 1, engine: str = "analytic",
                        unit: str = "cycles") -> LayerProfile:
@@ -216,5 +249,5 @@ def collapse_profile(profile: LayerProfile, groups) -> LayerProfile:
         unit=profile.unit)
 
 
-__all__ = ["LayerProfile", "build_profile", "collapse_profile", "profile_from_costs", "profile_of_lowered",
-           "unstashed_layers"]
+__all__ = ["LayerProfile", "OpRates", "build_profile", "collapse_profile", "op_rates", "profile_from_costs",
+           "profile_of_lowered", "unstashed_layers"]

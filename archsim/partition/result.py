@@ -142,26 +142,12 @@ def placed_ops(profile: LayerProfile) -> tuple[tuple[PlacedOp, ...], ...]:
 
 
 @per_profile
-def borrowed_delta_bytes(profile: LayerProfile) -> tuple[tuple[int, int], ...]:
-    """Each layer's (out_bytes, extra_bytes) when its whole δ runs on another stage (LayerPipe's
-    borrowed δ): the result it sends back (δ of the layer's input) and the weights it receives.
-    One source, the lowering, as for every split piece (:func:`~archsim.lowering.whole_delta_bytes`,
-    a rows split moving every row; in ``exact`` mode a non-GEMM δ's result and saved tensors too,
-    :func:`~archsim.lowering.vector_delta_bytes`); a profile without lowered layers (costs in seconds)
-    has no shapes: its own record of δ's size and no weights."""
-    from archsim.lowering import whole_delta_bytes
-
-    if not profile.lowered:
-        return tuple((int(size), 0) for size in profile.delta_bytes.tolist())
-    element_bytes = profile.array.element_bytes if profile.array is not None else 1
-    return tuple(whole_delta_bytes(item, element_bytes, profile.mode) for item in profile.lowered)
-
-
-@per_profile
 def borrowed_deltas(profile: LayerProfile) -> tuple[PlacedOp, ...]:
     """Each layer's whole δ as another stage runs it (LayerPipe's borrowed δ), built once per
     profile; its ``extra_bytes`` are what it receives there, the layer's weights (in ``exact`` mode a non-GEMM
-    layer's saved tensors; :func:`borrowed_delta_bytes`)."""
+    layer's saved tensors; :func:`~archsim.partition.coster.borrowed_delta_bytes`)."""
+    from archsim.partition.coster import borrowed_delta_bytes  # the lowering's counts, behind the coster
+
     return tuple(PlacedOp(name, "D", d, True, extra) for name, d, (_, extra)
                  in zip(profile.names, np.asarray(profile.delta, dtype=float).tolist(), borrowed_delta_bytes(profile)))
 

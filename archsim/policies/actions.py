@@ -1,8 +1,8 @@
 """A schedule as per-rank action orders, in torch.distributed.pipelining's vocabulary.
 
 An order fixes, for every rank (device), the sequence of its actions; it says nothing about time.
-:func:`archsim.policies.stage_run.order_problem` (the one builder) turns an order plus per-stage
-costs and link costs into the simulator's problem.
+:func:`archsim.policies.stage_run.order_problem` turns an order plus per-stage costs and link
+costs into columns for the one builder, :mod:`archsim.sim.builder`, which makes the simulator's problem.
 
 The vocabulary (torch's ``_ComputationType`` names; docs/glossary.md has the same table):
 

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 
 from archsim.errors import InputError
 
-if TYPE_CHECKING:  # the lowering is imported when ops are made, not when the module is
-    from archsim.lowering import Mode
+if TYPE_CHECKING:  # the cost model is loaded when ops are made, not when the module is
+    from archsim.modes import Mode
 
 SCHEDULES = ("single", "naive", "joint")
 
@@ -206,21 +206,14 @@ def _peak_held(ops: DeviceOps, placements, ready) -> int:
 
 
 def device_ops(network, array, batch: int, mode: Mode = "exact") -> DeviceOps:
-    """A network's ops on one array: durations and utilizations from the cost model; a pending G_l
-    holds a^{l-1} and δ^l."""
-    from archsim.array.costing import op_costs
-    from archsim.lowering import lower_network
+    """A network's ops on one array: durations and utilizations from the cost model, read through the profile
+    (:func:`~archsim.partition.profile.op_rates`); a pending G_l holds a^{l-1} and δ^l."""
+    from archsim.partition.profile import op_rates
 
-    lowered = lower_network(network, batch, mode, array.element_bytes)
-    costs = op_costs([op for item in lowered for op in item.ops], array)
-    found = {(row.layer, row.op): (float(row.cycles), float(row.utilization)) for row in costs.itertuples()}
-    names = [item.layer.name for item in lowered]
-
-    def column(kind: str, index: int) -> tuple[float, ...]:
-        return tuple(found.get((name, kind), (0.0, 0.0))[index] for name in names)
-
-    return DeviceOps(column("F", 0), column("D", 0), column("G", 0), column("F", 1), column("D", 1), column("G", 1),
-                     tuple(item.tensors.delta_bytes + item.tensors.activation_bytes for item in lowered))
+    rates = op_rates(network, array, batch, mode)
+    cycles, utilization = rates.cycles, rates.utilization
+    return DeviceOps(cycles["F"], cycles["D"], cycles["G"], utilization["F"], utilization["D"], utilization["G"],
+                     tuple(held + made for held, made in zip(rates.input_bytes, rates.output_bytes)))
 
 
 def run(ops: DeviceOps, schedule: str, **options) -> MultiStreamResult:

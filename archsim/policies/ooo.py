@@ -36,7 +36,7 @@ from archsim.partition.ooo_allocation import device_of
 from archsim.partition.profile import LayerProfile, profile_from_costs
 from archsim.sim import Problem, Processor, simulate
 from archsim.sim.bubble import bubble
-from archsim.sim.builder import build, repeat_flow
+from archsim.sim.builder import build, repeat_flow, sub_problem
 from archsim.sim.columns import DepColumns, OpColumns
 from archsim.sim.timeline import SlotTable
 
@@ -205,12 +205,9 @@ def _after_each(src, dst, per: int, extra_src, extra_dst):
 def flush_phases(problem: Problem) -> tuple[Problem, Problem]:
     """Split a flushed problem into its forward and backward phases: with a flush nothing of one
     phase waits for the other except through the barrier, so the optimum is the sum of theirs."""
-    def part(keep) -> Problem:
-        ops = tuple(op for op in problem.ops if op.id != "flush" and keep(op))
-        ids = {op.id for op in ops}
-        return Problem(problem.processors, (), ops, tuple(d for d in problem.deps if d.src in ids and d.dst in ids))
-
-    return part(lambda op: op.tag("kind") == "F"), part(lambda op: op.tag("kind") != "F")
+    real = np.array([op_id != "flush" for op_id in problem.arrays.ids], dtype=bool)
+    forward = np.array([kind == "F" for kind in problem.tag_values("kind")], dtype=bool)
+    return sub_problem(problem, real & forward), sub_problem(problem, real & ~forward)
 
 
 def ooo_schedule(costs: LayerProfile, devices: int, microbatches: int, policy: str, *, flush: bool = True,

@@ -1,8 +1,8 @@
 """Published pipeline schedules as generators of per-rank action orders (:mod:`archsim.policies.actions`).
 
 An order fixes, for every rank (device), the sequence of its actions; it says nothing about time.
-:func:`archsim.policies.stage_run.order_problem`, the one builder, turns an order plus stage costs
-into the simulator's problem. ``gpipe`` and ``one_f_one_b`` are the only GPipe and 1F1B orders in
+:func:`archsim.policies.stage_run.order_problem` turns an order plus stage costs into the
+simulator's problem through the one builder (:mod:`archsim.sim.builder`). ``gpipe`` and ``one_f_one_b`` are the only GPipe and 1F1B orders in
 archsim (the partition schedules of :mod:`archsim.policies.pipeline` run them too): both, and
 ``looped_bfs``, build as numpy columns the runs :mod:`archsim.rank_orders` states once (SPP's PE reads
 GPipe's there too); torch CSVs are read and written by :mod:`archsim.policies.torch_csv` (imported

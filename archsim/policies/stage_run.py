@@ -1,5 +1,6 @@
-"""The one builder: a per-rank action order (:mod:`archsim.policies.actions`) plus per-stage costs
-and link costs become the simulator's problem, built as columns (10⁶ actions in well under a second).
+"""A per-rank action order (:mod:`archsim.policies.actions`) plus per-stage costs and link costs
+become the simulator's problem: columns handed to the one builder, :mod:`archsim.sim.builder`
+(10⁶ actions in well under a second).
 
 Each rank runs its actions in the given order (a chain of dependencies), each action waits for its
 data — F on stage s for F on s − 1, I/B on s for I/B on s + 1 (the last stage's for its own F), W

@@ -58,6 +58,32 @@ def build(ranks: Sequence[Processor], actions: OpColumns, flow: DepColumns, link
     return Problem.from_arrays(tuple(ranks), tuple(links), actions, flow)
 
 
+def sub_problem(problem: Problem, keep) -> Problem:
+    """The problem of ``problem``'s actions where the boolean mask ``keep`` is true (in problem order) and the
+    dependencies between two of them, on the same ranks and links: a phase of a flushed schedule cut out to be
+    solved on its own. Each kept action keeps its rank, duration, stream, bytes, priority and tags."""
+    keep = np.asarray(keep, dtype=bool)
+    a = problem.arrays
+    if keep.shape != (len(a.ids),):
+        raise InputError(f"sub_problem needs one keep flag per action ({len(a.ids)}), got {keep.shape}", field="keep")
+    index = np.flatnonzero(keep)
+    position = np.full(len(keep), -1, dtype=np.int64)
+    position[index] = np.arange(len(index))
+    picked = index.tolist()
+    priority = problem.priorities
+    if priority is not None:
+        priority = priority[index] if isinstance(priority, np.ndarray) else [priority[i] for i in picked]
+    keys = dict.fromkeys(pair[0] for op in problem.ops for pair in op.tags)
+    columns = {key: problem.tag_values(key) for key in keys}
+    tags = tuple((key, [column[i] for i in picked]) for key, column in columns.items())
+    ops = OpColumns([a.ids[i] for i in picked], a.proc[index], a.duration[index], pin=a.pin[index],
+                    alloc=a.alloc[index], free=a.free[index], priority=priority, tags=tags)
+    inside = keep[a.dep_src] & keep[a.dep_dst]
+    flow = DepColumns(position[a.dep_src[inside]], position[a.dep_dst[inside]], a.dep_bytes[inside],
+                      a.dep_link[inside])
+    return build(problem.processors, ops, flow, problem.links)
+
+
 def then_order(flow: DepColumns, src: np.ndarray, dst: np.ndarray) -> DepColumns:
     """``flow``, then dependencies ``src[k]`` → ``dst[k]`` that only order ops (no bytes, no link)."""
     return DepColumns(_joined(flow.src, src, np.int64), _joined(flow.dst, dst, np.int64),
@@ -177,4 +203,4 @@ def from_rows(ops, deps) -> tuple[OpColumns, DepColumns]:
 
 
 __all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "VOCABULARY", "StageFlow", "build", "check_kinds", "from_rows", "repeat_flow", "stage_flow",
-           "then_order"]
+           "sub_problem", "then_order"]
