@@ -28,6 +28,7 @@ def test_hand_worked_two_layers():
     two = run(ops, "naive")
     assert run(ops, "single").makespan == 10.0
     assert two.makespan == 8.0 and [(p[0], p[2], p[3]) for p in two.placements] == [(1, 4.0, 6.0), (0, 6.0, 8.0)]
+
     assert naive_by_integration(ops) == pytest.approx(8.0)
     # G2 beside a busier D2 (u = .75): rate (1 − .75)/.5 = 1/2, 1 unit done by 6; the last unit alone → 7;
     # G1 [7, 9).
@@ -54,6 +55,17 @@ def test_two_streams_are_bounded_and_consistent(ops, schedule, region_size):
     spans = sorted((start, end) for _, _, start, end in result.placements)
     assert all(b[0] >= a[1] - 1e-9 for a, b in itertools.pairwise(spans))  # one sub-stream
     assert sorted(p[0] for p in result.placements) == list(range(len(ops.forward)))
+
+
+def test_a_layer_of_no_delta_work_inside_the_network_by_hand():
+    """A middle layer whose δ takes no time (an add of a branching cell: rnn_cell) is left off the main stream; G of
+    the layer before it was looked up at that D's end and crashed (StopIteration). Main: F0..F2 [0,3) u=.5, D2 [3,5)
+    u=.5, D1 none. G2 ready at 3 (after F2) beside D2 at full rate: [3,4); G1 needs δ¹ from D2: ready at 5, alone
+    [5,6); G0 needs δ⁰ from D1, which is no work, so δ⁰ is there once D2 has passed: 5, after G1 [6,7)."""
+    ops = DeviceOps((1.0, 1.0, 1.0), (0.0, 0.0, 2.0), (1.0, 1.0, 1.0), (0.5,) * 3, (0.0, 0.0, 0.5), (0.5,) * 3)
+    two = run(ops, "naive")
+    assert [(p[0], p[2], p[3]) for p in two.placements] == [(2, 3.0, 4.0), (1, 5.0, 6.0), (0, 6.0, 7.0)]
+    assert two.makespan == 7.0
 
 
 def naive_by_integration(ops: DeviceOps) -> float:

@@ -69,10 +69,10 @@ def _main_timeline(ops: DeviceOps) -> tuple[list[tuple[str, int, float, float, f
 
 
 def _ready_time(layer: int, main: list, layers: int) -> float:
-    """G_l needs δ^l: the end of D_{l+1}, or of the last forward for the last layer."""
-    if layer == layers - 1:
-        return next(end for kind, l, _, end, _ in main if kind == "F" and l == layers - 1)
-    return next(end for kind, l, _, end, _ in main if kind == "D" and l == layer + 1)
+    """G_l needs δ^l: the end of D_{l+1}, or of the last forward for the last layer; where D_{l+1} takes no time
+    (a layer of no δ work, left off the main stream) δ^l is there once the main stream has passed its place: the
+    end of the last forward and of every D_k, k > l + 1, before it."""
+    return max(end for kind, l, _, end, _ in main if (kind == "F" and l == layers - 1) or (kind == "D" and l > layer))
 
 
 def corun_rate(u: float, main_util: float) -> float:
