@@ -75,7 +75,7 @@ def cluster_jobs(*, trace: str | Path = "synthetic", cluster: str | Path | None 
     gamma_ns_per_byte = None if gamma_ns_per_byte is None else _bounded(gamma_ns_per_byte, "gamma-ns-per-byte")
     unit_seconds = None if unit_seconds is None else _bounded(unit_seconds, "unit-seconds")  # None: the policy's default
     max_pack = None if max_pack is None else positive_int(max_pack, "max-pack")
-    from archsim.cluster.jobs import MIGRATION_COSTS
+    from archsim.choices.cluster import MIGRATION_COSTS
 
     check_choice(migration_cost, MIGRATION_COSTS, "migration-cost")
     outputs: list[tuple[str, str | None]] = [(name, str(value)) for name, value in (("report", report), ("job_times", job_times))

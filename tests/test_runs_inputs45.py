@@ -1,6 +1,7 @@
 """Runs files and model inputs as users write them (a user trial's follow-ups): each test failed on the old code."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -246,7 +247,10 @@ def test_every_csv_reader_skips_hash_lines_by_the_one_rule(tmp_path):
         plain.write_text(text)
         hashed.write_text(commented(text))
         a, b = read(plain), read(hashed)
-        assert len(repr(a)) > 40 and repr(a).replace("plain", "X") == repr(b).replace("hashed", "X")
+        unlined = lambda records, name: re.sub(r"line=[0-9]+", "line=L", repr(records).replace(name, "X"))
+        assert len(repr(a)) > 40 and unlined(a, "plain") == unlined(b, "hashed")
+        if read is load_tiresias_csv:  # a trace's jobs name their own lines (an error names them), comments counted
+            assert [job.line for job in a] == [2, 3] and [job.line for job in b] == [4, 6]
     bad = tmp_path / "bad.csv"
     bad.write_text(commented(trace.replace("j1,4,", "j1,x,")))
     with pytest.raises(InputError) as info:

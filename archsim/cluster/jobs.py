@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from archsim.choices.cluster import MIGRATION_COSTS
 from archsim.cluster.catalog import ModelProfile, lookup
 from archsim.cluster.trace import TraceJob
 from archsim.errors import InputError
@@ -95,8 +96,6 @@ class JobCluster:
         return np.repeat(np.arange(len(self.machine_sizes)), self.machine_sizes)
 
 
-# what a migration is (SimConfig.migration_cost): a change of device (the default) or of machine
-MIGRATION_COSTS = ("gpu", "machine")
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from archsim.choices.cluster import POLICIES
-from archsim.cluster.jobs import MIGRATION_COSTS
+from archsim.choices.cluster import MIGRATION_COSTS, POLICIES
 from archsim.cluster_run import (
     DEFAULT_JOBS,
     DEFAULT_MAX_PACK,
