@@ -127,10 +127,38 @@ def _validated_simulate(problem, policy=None):
     return timeline
 
 
+# The module names already looked at, and the archsim modules among them (name -> module object).
+_SEEN: set[str] = set()
+_ARCHSIM: dict = {}
+
+
+def archsim_modules() -> list:
+    """The archsim modules now in ``sys.modules``, as a scan of all of it would find them. A scan of
+    its thousands of entries before each of the suite's ~13,000 tests cost about a minute; this looks only at
+    names not seen before, and re-checks the archsim ones it knows (one dropped or re-imported since is
+    forgotten or taken anew)."""
+    for name, module in list(_ARCHSIM.items()):
+        now = sys.modules.get(name)
+        if now is None:
+            del _ARCHSIM[name]
+            _SEEN.discard(name)
+        elif now is not module:
+            _ARCHSIM[name] = now
+    for name in sys.modules.keys() - _SEEN:
+        _SEEN.add(name)
+        if name.startswith("archsim"):
+            module = sys.modules.get(name)
+            if module is None:
+                _SEEN.discard(name)
+            else:
+                _ARCHSIM[name] = module
+    return list(_ARCHSIM.values())
+
+
 @pytest.fixture(autouse=True)
 def validate_every_timeline(monkeypatch):
-    for name, module in list(sys.modules.items()):
-        if name.startswith("archsim") and getattr(module, "simulate", None) is _ORIGINAL:
+    for module in archsim_modules():
+        if getattr(module, "simulate", None) is _ORIGINAL:
             monkeypatch.setattr(module, "simulate", _validated_simulate)
     yield
 
