@@ -19,6 +19,7 @@ finds becomes an explicit ``@example`` in the test. A collection check refuses t
 session in which some test would still draw randomly (its own ``@settings`` undoing the profile).
 """
 
+import gc
 import importlib.util
 import os
 import re
@@ -80,6 +81,21 @@ def random_drawing_tests(items) -> list[str]:
     return found
 
 
+def pytest_sessionstart(session):
+    """No cyclic garbage collection while the tests are collected: importing ~700 test modules (their asserts
+    rewritten) and making ~14,000 items set off dozens of full collections, each over every object made so
+    far, seconds in all."""
+    gc.disable()
+
+
+def pytest_collection_finish(session):
+    """Collect once, then set the collected tree aside (:func:`gc.freeze`: it lives until the session ends)
+    so the collections during the run scan only what the tests make."""
+    gc.collect()
+    gc.freeze()
+    gc.enable()
+
+
 def pytest_collection_modifyitems(config, items):
     if draws_randomly(settings.default):  # the explore profile: drawing afresh is its purpose
         return
@@ -127,10 +143,38 @@ def _validated_simulate(problem, policy=None):
     return timeline
 
 
+# The module names already looked at, and the archsim modules among them (name -> module object).
+_SEEN: set[str] = set()
+_ARCHSIM: dict = {}
+
+
+def archsim_modules() -> list:
+    """The archsim modules now in ``sys.modules``, as a scan of all of it would find them. A scan of
+    its thousands of entries before each of the suite's ~13,000 tests cost about a minute; this looks only at
+    names not seen before, and re-checks the archsim ones it knows (one dropped or re-imported since is
+    forgotten or taken anew)."""
+    for name, module in list(_ARCHSIM.items()):
+        now = sys.modules.get(name)
+        if now is None:
+            del _ARCHSIM[name]
+            _SEEN.discard(name)
+        elif now is not module:
+            _ARCHSIM[name] = now
+    for name in sys.modules.keys() - _SEEN:
+        _SEEN.add(name)
+        if name.startswith("archsim"):
+            module = sys.modules.get(name)
+            if module is None:
+                _SEEN.discard(name)
+            else:
+                _ARCHSIM[name] = module
+    return list(_ARCHSIM.values())
+
+
 @pytest.fixture(autouse=True)
 def validate_every_timeline(monkeypatch):
-    for name, module in list(sys.modules.items()):
-        if name.startswith("archsim") and getattr(module, "simulate", None) is _ORIGINAL:
+    for module in archsim_modules():
+        if getattr(module, "simulate", None) is _ORIGINAL:
             monkeypatch.setattr(module, "simulate", _validated_simulate)
     yield
 
