@@ -100,7 +100,7 @@ ARRAY_CASES = [
     ("batches = [16]\nprocessors = [2]\nsram_kb = [64, 1.5]\n",
      f"line 10, field 'sram_kb': expected a non-empty list of {INT32}, got '1.5' among them"),
     ("batches = [16]\nprocessors = [2]\ndtypes = []\n",
-     "line 10, field 'dtypes': expected at least one dtype of int8, fp32, fp16, bf16, got []"),
+     "line 10, field 'dtypes': expected at least one dtype of int8, fp32, fp16, bf16, fp8, got []"),  # fp8: 2026-12-06
 ]
 
 

@@ -20,7 +20,7 @@ SCALESIM_DTYPE = "int8"
 ARRAY_DTYPES = (SCALESIM_DTYPE, *DTYPES)
 # What ``cost``, ``energy``, ``gemm``, ``pipeline`` and ``schedule`` (and their API functions) take besides: fp8, one
 # GEMM or layer as train --fp8 prices its linear GEMMs on a device's arrays (its macs_per_pe rate, 1-byte words, the
-# energy table's fp8 MAC: archsim.energy.table.fp8_mac_pj); never plan's, a sweep's or bppsa's
+# energy table's fp8 MAC: archsim.energy.table.fp8_mac_pj); plan's, bppsa rnn's and an array sweep's dtypes too
 FP8_ARRAY_DTYPES = (*ARRAY_DTYPES, FP8)
 ARRAY_ELEMENT_BYTES = {SCALESIM_DTYPE: 1, **{name: ELEMENT_BYTES[name] for name in DTYPES}, FP8: 1}
 DEVICE_SUFFIXES = (".toml", ".cfg")  # a device file: a TOML, or a SCALE-Sim .cfg with archsim's device sections

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from archsim.array.config import ArrayConfig
 from archsim.array.options import with_memory
+from archsim.choices.devices import FP8
 from archsim.energy import access_energies, array_area, iteration_energy, load_table
 from archsim.energy.file_energy import cfg_table
 from archsim.energy.model import static_power_mw
@@ -49,7 +50,7 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
     design = unit.design
     array = design_array(unit)
     table, figures, table_name = _energy_of(unit)
-    energies = access_energies(array, table, figures)
+    energies = access_energies(array, table, figures, fp8=design.dtype == FP8)  # fp8: cost --dtype fp8's MAC pJ
     m = design.microbatches
     profile = build_profile(network, array, unit.batch // m, unit.mode, unit.engine)
     dynamic = iteration_energy(network, array, unit.batch, unit.mode, unit.engine,

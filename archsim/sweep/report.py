@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archsim.choices.devices import FP8
 from archsim.console import shell_word
 from archsim.errors import InputError
 from archsim.sweep.results_check import check_cells, check_spec_rows
@@ -274,14 +275,15 @@ def _row_rate(array: ArrayConfig, record: dict, first) -> ArrayConfig:
 
 def row_width(first) -> tuple[int, str]:
     """(bytes per element, the flag of ``cost`` and ``pipeline`` that sets it) a design row ran at: ``--dtype
-    NAME`` for a ``dtypes`` sweep's row, else ``--element-bytes N``; (1, "") for a 1-byte row or a plain sweep's
-    (no ``element_bytes`` column), the commands' default width."""
+    NAME`` for a ``dtypes`` sweep's row (an fp8 row's too: its rate and MAC pJ), else ``--element-bytes N``; (1, "")
+    for another 1-byte row or a plain sweep's (no ``element_bytes`` column), the commands' default width."""
     from archsim.validate import is_nan
 
-    width = first.get("element_bytes")
+    width, dtype = first.get("element_bytes"), first.get("dtype")
+    if dtype == FP8:  # 1-byte words, but fp8's MAC rate and pJ: the flag that reads them
+        return 1, f" --dtype {FP8}"
     if width is None or is_nan(width) or int(width) == 1:
         return 1, ""
-    dtype = first.get("dtype")
     named = isinstance(dtype, str) and dtype
     return int(width), f" --dtype {shell_word(dtype)}" if named else f" --element-bytes {int(width)}"
 

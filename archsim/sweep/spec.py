@@ -51,7 +51,7 @@ from archsim.errors import InputError
 from archsim.lowering import MODES, SPLIT_AXES, Mode
 from archsim.planners import PARTITIONERS
 from archsim.sweep.device_spec import spec_document
-from archsim.sweep.spec_arrays import ArrayFile, at_device_rate, check_cfg_axes, read_array
+from archsim.sweep.spec_arrays import ArrayFile, at_device_rate, check_cfg_axes, check_fp8_arrays, read_array
 from archsim.sweep.spec_files import file_sha256_unless_shipped, resolve_network
 from archsim.sweep.spec_lists import SET_REPEAT, clock_list, once, positive_list, string_list
 from archsim.toml_errors import located, parse_toml
@@ -332,6 +332,8 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
             if bad:
                 raise InputError(f"{m} micro-batches do not divide batch {bad[0]}", file=file, field="microbatches")
         widths = _widths(table, strings, positives, file)
+        if any(name == "fp8" for _, name in widths):  # cost --dtype fp8's refusals, before anything is written
+            check_fp8_arrays(arrays, tables, file)
         axes = (len(positives("sram_kb")) if "sram_kb" in table else 1, len(positives("bandwidths"))
                 if "bandwidths" in table else 1, len(widths), len(micro), len(tables), max(1, len(clocks)))
         check_size(len(resolved) * len(arrays) * max(1, len(strings("dataflows", ("ws", "os", "is")))) * len(batches)
@@ -353,23 +355,23 @@ def _widths(table: dict, strings, positives, file: str) -> tuple[tuple[int, str 
     names (:func:`archsim.array.options.element_width`), else ``element_bytes`` (default 1); both is refused,
     as are two names of one width (fp16 and bf16: their rows would be the same)."""
     from archsim.array.options import element_width
-    from archsim.choices.devices import ARRAY_DTYPES
+    from archsim.choices.devices import FP8, FP8_ARRAY_DTYPES
 
     if "dtypes" not in table:
         return tuple((e, None) for e in (positives("element_bytes") if "element_bytes" in table else (1,)))
     if "element_bytes" in table:
         raise InputError("give dtypes or element_bytes, not both (dtypes names the widths)", file=file,
                          field="element_bytes")
-    names = strings("dtypes", ARRAY_DTYPES)
+    names = strings("dtypes", FP8_ARRAY_DTYPES)
     if not names:
-        raise InputError(f"expected at least one dtype of {', '.join(ARRAY_DTYPES)}, got []", file=file,
+        raise InputError(f"expected at least one dtype of {', '.join(FP8_ARRAY_DTYPES)}, got []", file=file,
                          field="dtypes")
-    seen: dict[int, str] = {}
+    seen: dict[tuple[int, bool], str] = {}  # fp8 beside int8: 1-byte words both, its MACs at fp8's rate and pJ
     for name in names:
         width = element_width(name)
         assert width is not None  # a name always has a width
-        if width in seen:
-            raise InputError(f"{seen[width]} and {name} are both {width}-byte elements: the rows would be the "
-                             "same; keep one", file=file, field="dtypes")
-        seen[width] = name
-    return tuple((width, name) for width, name in seen.items())
+        if (width, name == FP8) in seen:
+            raise InputError(f"{seen[width, name == FP8]} and {name} are both {width}-byte elements: the rows would "
+                             "be the same; keep one", file=file, field="dtypes")
+        seen[width, name == FP8] = name
+    return tuple((width, name) for (width, _), name in seen.items())

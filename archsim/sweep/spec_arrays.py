@@ -46,6 +46,35 @@ def rated(array: ArrayConfig, file: ArrayFile, dtype: str | None) -> ArrayConfig
     return array if rate == 1 else replace(array, mac_rate=rate)
 
 
+def check_fp8_arrays(arrays: list[tuple[int, int] | ArrayFile], tables: tuple[str, ...], file: str) -> None:
+    """Refuse an fp8 ``dtypes`` axis where ``archsim cost --dtype fp8`` refuses it, in its one line, before any row
+    is written: a device ``.cfg`` stating no fp8 rate (:func:`archsim.array.options.cfg_mac_rate`, naming the
+    file), or an energy table (the spec's ``energy_tables``, a .cfg's own ``[energy]`` table and figures) with no
+    fp8 MAC figure (:func:`archsim.energy.table.fp8_mac_figure`)."""
+    from archsim.array.options import cfg_mac_rate
+    from archsim.choices.devices import FP8
+    from archsim.energy import load_table
+    from archsim.energy.file_energy import cfg_table
+    from archsim.energy.table import fp8_mac_figure
+    from archsim.sweep.spec_files import spec_named
+
+    for path in (array.path for array in arrays if isinstance(array, ArrayFile)):
+        try:
+            cfg_mac_rate(path, FP8)
+        except InputError as exc:  # the .cfg as the spec names it
+            raise InputError(exc.message.replace(path, spec_named(file, path)), file=file, field="dtypes") from None
+    try:
+        priced = [(cfg_table(a.energy_table), dict(a.energy_figures)) for a in arrays
+                  if isinstance(a, ArrayFile) and a.energy_table is not None]
+        figures = [dict(a.energy_figures) if isinstance(a, ArrayFile) else {} for a in arrays
+                   if not isinstance(a, ArrayFile) or a.energy_table is None]
+        priced += [(load_table(t, shipped_only=True), f) for t in tables for f in figures]
+        for table, overrides in priced:
+            fp8_mac_figure(table, overrides)
+    except InputError as exc:
+        raise exc.at(file=file, field="dtypes") from None
+
+
 def at_device_rate(file: ArrayFile) -> ArrayFile:
     """``file`` with its array at the DRAM rate its ``[memory] hbm_gbps`` states (no SCALE-Sim ``Bandwidth``), as
     ``archsim cost --config FILE --engine cycle`` reads it (:func:`archsim.array.device_rate.with_device_bandwidth`): the
