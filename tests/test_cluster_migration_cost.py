@@ -131,3 +131,40 @@ def test_the_report_names_the_reading_it_ran(tmp_path):
     assert "counting every change of device, --migration-cost gpu" in text
     archsim.cluster_jobs(jobs=4, gpus=16, report=page)
     assert "migration-cost" not in page.read_text(encoding="utf-8")
+
+
+def earliest_start(previous, t, free_at, startup):
+    """§3.2 under ``machine``: the start on device d is max(d free, t) + (start-up if d is on another machine than
+    ``previous``); the earliest wins, ties to ``previous``, then its machine, then the lowest index."""
+    order = sorted(range(len(free_at)), key=lambda d: (d != previous, MACHINE_OF[d] != MACHINE_OF[previous], d))
+    starts = [(max(free_at[d], t) + (0.0 if MACHINE_OF[d] == MACHINE_OF[previous] else startup), rank, d)
+              for rank, d in enumerate(order)]
+    return min(starts)[::2]  # (start, device)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("startup", [0.5, 0.2, 0.1])
+def test_jigsaw_under_machine_waits_for_a_busy_gpu_of_its_machine_when_that_starts_earliest(startup, compiled,
+                                                                                            monkeypatch):
+    """At 0 s C (1 iteration of 1.2 s, the larger priority) takes device 0 and A (2 iterations of 1 s) device 1. At 1 s
+    A's iteration 1 ends and B (10 s) arrives and takes device 1, the lowest idle one, until 11 s. A's iteration 2
+    may start on device 0 (machine 0, free at 1.2 s, no start-up), device 1 (its own, at 11 s) or devices 2, 3
+    (machine 1, idle, 1 s + start-up): 1.2 < 1.5 under a start-up of 0.5 s (device 0, no migration), 1.1 < 1.2 under
+    0.1 s (device 2, one migration); under 0.2 s both start at 1.2 and the tie goes to A's machine (device 0). Under
+    gpu only idle devices and the previous one are weighed: device 2, after the start-up, one migration."""
+    if compiled:
+        monkeypatch.setattr("archsim.cluster.jigsaw.PYTHON_WORK", -1)
+    jobs = [job("A", 1, 2, 1.0), job("C", 1, 1, 1.2), job("B", 1, 1, 10.0, submit=1.0)]
+    start, device = earliest_start(1, 1.0, (1.2, 11.0, 0.0, 0.0), startup)
+    assert device == (2 if startup == 0.1 else 0)
+    assert start == pytest.approx(1.1 if startup == 0.1 else 1.2, abs=1e-12)
+    for mode in ("machine", "gpu"):
+        cfg = SimConfig(interval_s=0.0, gamma_s_per_byte=startup / MODEL_BYTES, unit_s=0.0, migration_cost=mode)
+        result = simulate(jobs, TWO_BY_TWO, "jigsaw", cfg)
+        if mode == "gpu":  # the idle device of the lowest index, device 2, after the start-up
+            start, device = 1.0 + startup, 2
+        assert per_job(result, "end_s")["A"] == pytest.approx(start + 1.0, abs=1e-9), mode
+        assert per_job(result, "migrations")["A"] == (MACHINE_OF[device] != MACHINE_OF[1] if mode == "machine" else 1)
+        assert per_job(result, "end_s")["C"] == pytest.approx(1.2, abs=1e-9)
+        assert per_job(result, "end_s")["B"] == pytest.approx(11.0, abs=1e-9)
+

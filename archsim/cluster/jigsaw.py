@@ -10,7 +10,9 @@ ready, the highest-priority ready task is placed (§3.2):
   after the migration delay γ × model size (same machine first, then lowest index), unless the
   previous device frees no later than that — then the task waits for it (affinity, §3.2). With
   ``SimConfig.migration_cost = "machine"`` an idle device on the previous device's machine costs
-  nothing and is no migration (the paper's "machine" read as a server); the default charges, and
+  nothing and is no migration (the paper's "machine" read as a server), and the task goes to the device,
+  busy or idle, where it starts earliest: max(device free, now) + γ × model size if on another machine
+  (ties: the previous device, then its machine, then the lowest index); the default charges, and
   counts, every change of device.
 
 A task's first placement costs nothing (every policy loads its model once). Jobs join at the

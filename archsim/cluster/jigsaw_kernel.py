@@ -4,7 +4,7 @@ Per-iteration planning places one task per worker per iteration — tens of mill
 for the §4.2 trace — so the loop runs compiled: flat arrays in, flat arrays out, two binary heaps
 of float tuples (exact for the integer fields), and a boolean idle vector scanned in index order,
 which is the order the policy's tie-breaks ask for. Decision for decision it is the plain-Python
-loop kept in ``tests/jigsaw_reference.py``.
+loop kept in ``tests/jigsaw_reference.py`` (under the default migration cost, ``gpu``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,26 @@ def _open_unit(j, t, ready, workers, offsets, priority, block, left, current, ou
         heapq.heappush(ready, (-priority[offsets[j] + w], t, float(j), float(w)))
 
 
+@njit(cache=True)
+def _earliest_start(p, t, free_at, machine, startup, eps):
+    """(device, begin, delay) where a task whose previous device is p starts earliest at time t (s).
+
+    Each device d offers begin = max(free_at[d], t) and delay = 0 on p's machine, ``startup`` (γ × model
+    size, s) on any other, so its start is begin + delay (SPB paper §3.2). Ties within ``eps`` go to p, then
+    to p's machine, then to the lowest index: the candidates are visited in that order and only a start
+    earlier by more than ``eps`` displaces the one held."""
+    best, best_begin, best_delay = p, max(free_at[p], t), 0.0
+    for pass_ in range(2):  # p's machine first, then the others, each in index order
+        for d in range(machine.shape[0]):
+            if d == p or (machine[d] == machine[p]) != (pass_ == 0):
+                continue
+            begin = max(free_at[d], t)
+            delay = 0.0 if pass_ == 0 else startup
+            if begin + delay < best_begin + best_delay - eps:
+                best, best_begin, best_delay = d, begin, delay
+    return best, best_begin, best_delay
+
+
 @njit(cache=True, nogil=True)
 def run(workers, offsets, task_s, priority, migration, block, iterations, admit, machine, eps, finished,
         same_machine_free=False):
@@ -35,7 +55,9 @@ def run(workers, offsets, task_s, priority, migration, block, iterations, admit,
 
     ``offsets[j] + w`` indexes worker w of job j in the flat per-task arrays ``task_s`` and
     ``priority``; ``machine[d]`` is device d's machine; ``same_machine_free``: a move to another device of the
-    previous device's machine costs nothing and is not counted (else every change of device pays and counts). ``finished[0]`` counts the jobs done so far, for a
+    previous device's machine costs nothing and is not counted, and the task goes where it starts earliest over every
+    device, busy or idle (:func:`_earliest_start`); else every change of device pays and counts, and only idle devices
+    and the previous one are weighed. ``finished[0]`` counts the jobs done so far, for a
     progress bar another thread draws (the GIL is released); a nonzero ``finished[1]``, where present, stops
     the loop early (Ctrl-C: :func:`archsim.progress.polled`), the results then partial and discarded.
     """
@@ -87,7 +109,11 @@ def run(workers, offsets, task_s, priority, migration, block, iterations, admit,
             duration = current[j] * task_s[task]
             p = prev[task]
             delay = 0.0
-            if p >= 0 and idle[p]:
+            if same_machine_free and p >= 0:  # §3.2: the earliest start over every device, busy ones included
+                device, begin, delay = _earliest_start(p, t, free_at, machine, migration[j], eps)
+                if machine[device] != machine[p]:
+                    moves[j] += 1
+            elif p >= 0 and idle[p]:
                 device, begin = p, t
             else:
                 device = -1
