@@ -81,33 +81,45 @@ def test_one_chunk_interleaved_parallelism_runs_1f1b_and_keeps_its_rules():
         Parallelism(pp=4, global_batch=3, schedule="interleaved-1f1b", interleave=1)
 
 
-FEW = ("--tp", "2", "--pp", "4", "--global-batch", "2")  # all 8 GPUs, m = 2 micro-batches < PP = 4
+# One chunk a rank, refused by the interleaved rule, names the plain schedule that runs there: (schedule, the global
+# batch breaking its rule on PP 4, the reason, the advice, the plain schedule). Interleaved 1F1B: Megatron-LM runs
+# plain 1F1B (a virtual pipeline size of 1 is None, so ``get_forward_backward_func`` picks
+# ``forward_backward_pipelining_without_interleaving``, whose warm-up is min(PP − rank − 1, m)), which takes m < PP;
+# interleaved ZB of one chunk runs ZB-H1's order, which takes any m, where its rule wants rounds of PP.
+PLAIN = [("interleaved-1f1b", "2", "interleave-needs-pp-microbatches",
+          ("with one model chunk per rank (--interleave 1) Megatron-LM runs plain 1F1B, which takes fewer micro-batches "
+          "than PP: give --schedule 1f1b, or --interleave V of 2 or more with at least PP micro-batches"), "1f1b"),
+         ("interleaved-zb", "6", "interleave-needs-microbatches-multiple-of-pp",
+          ("with one model chunk per rank (--interleave 1) its order is ZB-H1's, which takes any number of "
+          "micro-batches: give --schedule zb-h1, or --interleave V of 2 or more with a multiple of PP micro-batches"),
+          "zb-h1")]
 
 
-def test_fewer_microbatches_than_pp_at_one_chunk_is_refused_naming_the_plain_schedule(capsys):
-    """Interleaved 1F1B of one chunk a rank with m < PP: Megatron-LM runs plain 1F1B there (a virtual pipeline size
-    of 1 is None, so ``get_forward_backward_func`` picks ``forward_backward_pipelining_without_interleaving``, whose
-    warm-up is min(PP − rank − 1, m)), which takes m < PP. ``train`` refuses it as ``search`` refuses ``--chunks 1``
-    (the plain schedule by its own name), and now says so: before, the line gave the interleaved rule alone, though
-    no chunk interleaves. The advice runs; two chunks keep the interleaved rule's line without it."""
-    argv = ["train", MODEL, "--cluster", NODE, *FEW]
-    assert main([*argv, "--schedule", "interleaved-1f1b"]) == 2
+@pytest.mark.parametrize(("schedule", "batch", "reason", "advice", "plain"), PLAIN)
+def test_one_chunk_off_the_interleaved_rule_is_refused_naming_the_plain_schedule(capsys, schedule, batch, reason,
+                                                                                 advice, plain):
+    """``train`` refuses it as ``search`` refuses ``--chunks 1`` (the plain schedule by its own name), and now says
+    so: before, the line gave the interleaved rule alone, though no chunk interleaves. The advice runs; two chunks
+    keep the interleaved rule's line without it."""
+    argv = ["train", MODEL, "--cluster", NODE, "--tp", "2", "--pp", "4", "--global-batch", batch]
+    assert main([*argv, "--schedule", schedule]) == 2  # --interleave defaults to 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.rstrip().endswith("(interleave-needs-pp-microbatches)"), err
-    assert "with one model chunk per rank (--interleave 1) Megatron-LM runs plain 1F1B" in err, err
-    assert "give --schedule 1f1b, or --interleave V of 2 or more with at least PP micro-batches" in err, err
-    assert main([*argv, "--schedule", "1f1b", "--format", "json"]) == 0  # the advice runs: plain 1F1B, m = 2
-    assert json.loads(capsys.readouterr().out)["meta"]["schedule"] == "1f1b"
-    assert main([*argv, "--schedule", "interleaved-1f1b", "--interleave", "2"]) == 2
+    assert err.count("\n") == 1 and err.rstrip().endswith(f"({reason})"), err
+    assert advice in err, err
+    assert main([*argv, "--schedule", plain, "--format", "json"]) == 0  # the advice runs
+    assert json.loads(capsys.readouterr().out)["meta"]["schedule"] == plain
+    assert main([*argv, "--schedule", schedule, "--interleave", "2"]) == 2
     err = capsys.readouterr().err
-    assert "interleave-needs-pp-microbatches" in err and "Megatron-LM runs plain 1F1B" not in err, err
+    marker = {"1f1b": "Megatron-LM runs plain 1F1B", "zb-h1": "ZB-H1"}[plain]  # what the advice alone says
+    assert reason in err and "with one model chunk per rank" not in err and marker not in err, err
 
 
-def test_the_library_names_the_plain_schedule_as_a_keyword():
+@pytest.mark.parametrize(("schedule", "batch", "plain"), [(s, b, p) for s, b, _, _, p in PLAIN])
+def test_the_library_names_the_plain_schedule_as_a_keyword(schedule, batch, plain):
     import archsim
 
     with pytest.raises(archsim.InputError) as refused:
-        archsim.train(MODEL, cluster=NODE, tp=2, pp=4, global_batch=2, schedule="interleaved-1f1b")
+        archsim.train(MODEL, cluster=NODE, tp=2, pp=4, global_batch=int(batch), schedule=schedule)
     text = str(refused.value)
-    assert "give schedule='1f1b', or interleave=V" in text and "--" not in text, text
+    assert f"give schedule='{plain}', or interleave=V" in text and "--" not in text, text
     assert refused.value.where.field == "schedule"
