@@ -74,6 +74,17 @@ def read_only(value: Any) -> Any:
     return value
 
 
+def read_only_array(values: Any, dtype: Any = None) -> Any:
+    """``values`` as a numpy array (of ``dtype`` where given) that refuses edits: a read-only view, so the array it
+    views (a caller's column, the engine's own) is left as it is and nothing is copied where no conversion is needed
+    (numpy's ``ValueError: assignment destination is read-only`` on ``column[0] = 0``)."""
+    import numpy as np
+
+    column = np.asarray(values, dtype=dtype).view()
+    column.flags.writeable = False
+    return column
+
+
 def plain(value: Any) -> Any:
     """``value`` as plain, editable dicts and lists at every depth (``to_dict()``'s copy of a frozen document)."""
     if isinstance(value, dict):
@@ -89,4 +100,4 @@ def plain(value: Any) -> Any:
     return copy.deepcopy(value)  # anything else a document holds, copied as to_dict() always copied it
 
 
-__all__ = ["ResultDict", "ResultList", "plain", "read_only", "refuse"]
+__all__ = ["ResultDict", "ResultList", "plain", "read_only", "read_only_array", "refuse"]

@@ -43,6 +43,7 @@ import numpy as np
 
 from archsim.errors import InputError
 from archsim.rank_orders import Run
+from archsim.read_only import read_only_array
 from archsim.sim.builder import CODE, KINDS  # the one table, kept by the builder
 
 
@@ -69,6 +70,16 @@ class OrderColumns:
     stage: np.ndarray
     kind: np.ndarray
     microbatch: np.ndarray
+
+    def __post_init__(self) -> None:
+        """Each column a read-only view (:mod:`archsim.read_only`'s rule): a training run's order keeps saying what
+        ran, the caller's arrays staying theirs."""
+        for name in ("lengths", "stage", "kind", "microbatch"):
+            object.__setattr__(self, name, read_only_array(getattr(self, name)))
+
+    def __reduce__(self) -> tuple:
+        """Copied and pickled through the constructor: read-only again (numpy unpickles an array writeable)."""
+        return OrderColumns, (self.lengths, self.stage, self.kind, self.microbatch)
 
     @property
     def rank(self) -> np.ndarray:

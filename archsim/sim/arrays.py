@@ -18,6 +18,7 @@ from functools import cached_property
 import numpy as np
 
 from archsim.numba_cache import njit, small_in_python
+from archsim.read_only import read_only_array
 from archsim.sim.lists import on_lists
 
 # Ops + dependencies up to which a kernel call in a process that has not loaded the kernel runs
@@ -42,6 +43,21 @@ class ProblemArrays:
     acyclic: bool
     edges: tuple[np.ndarray, np.ndarray] | None = None  # out_edges(ops, dep_src) when the cycle check made it
 
+    def __post_init__(self) -> None:
+        """Every array a read-only view, the ids a tuple where given as a list: a result's problem keeps saying what
+        ran (:mod:`archsim.read_only`'s rule), and the columns it was built from stay the caller's, writeable."""
+        for name in _ARRAY_FIELDS:
+            object.__setattr__(self, name, read_only_array(getattr(self, name)))
+        if self.edges is not None:
+            object.__setattr__(self, "edges", tuple(read_only_array(edge) for edge in self.edges))
+        if isinstance(self.ids, list):
+            object.__setattr__(self, "ids", tuple(self.ids))
+
+    def __reduce__(self) -> tuple:
+        """Copied and pickled through the constructor, so a copy's arrays are read-only again (numpy unpickles an
+        array writeable)."""
+        return ProblemArrays, tuple(getattr(self, f) for f in _FIELDS)
+
     def out_edges(self) -> tuple[np.ndarray, np.ndarray]:
         """:func:`out_edges` of these dependencies (the cycle check's, reused by the kernel)."""
         return self.edges if self.edges is not None else out_edges(len(self.proc), self.dep_src)
@@ -50,6 +66,11 @@ class ProblemArrays:
     def index(self) -> dict[str, int]:
         """Op id → position, made on first use (a problem of 10⁶ ops needs it only for lookups by id)."""
         return dict(zip(self.ids, range(len(self.ids))))
+
+
+_FIELDS = ("ids", "proc", "duration", "pin", "alloc", "free", "streams", "dep_src", "dep_dst", "dep_link", "dep_bytes",
+           "dep_time", "acyclic", "edges")
+_ARRAY_FIELDS = _FIELDS[1:-2]
 
 
 @contextmanager

@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from archsim.errors import InputError
+from archsim.read_only import read_only_array
 from archsim.sim.arrays import ProblemArrays, acyclic, out_edges
 
 # One value per op: a list or tuple, or a numpy array (what the column builders hand over).
@@ -33,7 +34,12 @@ class FormattedIds(Sequence):
     for equal ids (the caller's promise), so uniqueness is checked on the keys, not on 10⁶ strings."""
 
     def __init__(self, pattern: str, columns: Sequence[Column], key: np.ndarray) -> None:
-        self.pattern, self.columns, self.key = pattern, tuple(columns), key
+        frozen = tuple(read_only_array(c) if isinstance(c, np.ndarray) else tuple(c) for c in columns)
+        self.pattern, self.columns, self.key = pattern, frozen, read_only_array(key)  # views: the caller's stay theirs
+
+    def __reduce__(self) -> tuple:
+        """Copied and pickled through the constructor: the columns read-only again."""
+        return FormattedIds, (self.pattern, self.columns, self.key)
 
     def __len__(self) -> int:
         return len(self.key)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
 
+from archsim.read_only import read_only_array
+
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded where used
 
@@ -49,15 +51,6 @@ class Transfer:
 Record = TypeVar("Record")
 
 
-def _read_only(values: object, dtype: type) -> np.ndarray:
-    """``values`` as an array of ``dtype`` that refuses edits (a read-only view: the engine's own array is left as
-    it is), as a :class:`~archsim.partition.profile.LayerProfile`'s arrays are: a result's timeline keeps saying
-    what ran (:mod:`archsim.read_only`'s rule; numpy's ``ValueError: assignment destination is read-only``)."""
-    column: np.ndarray = np.asarray(values, dtype=dtype).view()
-    column.flags.writeable = False
-    return column
-
-
 class _Table(Sequence[Record]):
     """A read-only sequence of records stored as columns; equal to the tuple of its records. Its columns are
     read-only arrays and it is immutable (``slots.start[0] = 0`` and ``slots.start = …`` are refused), as a
@@ -78,7 +71,7 @@ class _Table(Sequence[Record]):
     def __setstate__(self, state: dict) -> None:
         """Copied or unpickled with its columns read-only again (numpy restores an unpickled array writeable)."""
         object.__setattr__(self, "problem", state["problem"])
-        self._set_columns({name: _read_only(state[name], state[name].dtype) for name in self._names})
+        self._set_columns({name: read_only_array(state[name], state[name].dtype) for name in self._names})
 
     def __len__(self) -> int:
         return len(self._columns[0])
@@ -124,9 +117,9 @@ class SlotTable(_Table[Slot]):
 
     def __init__(self, problem: Problem, op, processor, stream, start, end) -> None:
         object.__setattr__(self, "problem", problem)
-        self._set_columns({"op": _read_only(op, np.int64), "processor": _read_only(processor, np.int64),
-                           "stream": _read_only(stream, np.int64), "start": _read_only(start, np.float64),
-                           "end": _read_only(end, np.float64)})
+        self._set_columns({"op": read_only_array(op, np.int64), "processor": read_only_array(processor, np.int64),
+                           "stream": read_only_array(stream, np.int64), "start": read_only_array(start, np.float64),
+                           "end": read_only_array(end, np.float64)})
 
     def _make(self, row: tuple) -> Slot:
         i, p, stream, start, end = row
@@ -144,8 +137,8 @@ class TransferTable(_Table[Transfer]):
 
     def __init__(self, problem: Problem, dep, link, start, end) -> None:
         object.__setattr__(self, "problem", problem)
-        self._set_columns({"dep": _read_only(dep, np.int64), "link": _read_only(link, np.int64),
-                           "start": _read_only(start, np.float64), "end": _read_only(end, np.float64)})
+        self._set_columns({"dep": read_only_array(dep, np.int64), "link": read_only_array(link, np.int64),
+                           "start": read_only_array(start, np.float64), "end": read_only_array(end, np.float64)})
 
     def _make(self, row: tuple) -> Transfer:
         d, link, start, end = row
