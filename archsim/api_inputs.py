@@ -69,10 +69,14 @@ def array_config(array: str | int | Path | ArrayConfig | None = None, *, config:
     that file's cycle engine runs at (:func:`archsim.array.device_rate.with_device_bandwidth`, in words of the
     ``dtype``/``element_bytes`` given here), so the config costs under ``engine="cycle"`` as ``config=`` does; the
     analytic engine reads no bandwidth. A ``.cfg``'s ``[macs_per_pe]`` rate of ``dtype`` is its ``mac_rate`` (1
-    without ``dtype``), as ``config=`` times the GEMMs (since 2026-12-06)."""
+    without ``dtype``), as ``config=`` times the GEMMs (since 2026-12-06); from a file stating rates the array
+    names the dtype they are of (``mac_dtype``: ``dtype``, int8 without one), and a job costing it at another dtype
+    refuses it in one line (:func:`archsim.array.options.check_rate_dtype`; until 2026-12-06 it kept the rate)."""
+    from dataclasses import replace
+
     from archsim.array.device_rate import with_device_bandwidth
     from archsim.array.device_sections import is_device_toml
-    from archsim.array.options import element_width
+    from archsim.array.options import dtype_meta, element_width
     from archsim.choices.devices import ARRAY_DTYPES
     from archsim.console import library_note
     from archsim.device_toml import device_toml_dtype
@@ -92,9 +96,23 @@ def array_config(array: str | int | Path | ArrayConfig | None = None, *, config:
     if file is not None and bandwidth is None:  # the file's GB/s in its own clock's words, as the commands read it
         width = element_width(dtype, None if element_bytes is None else int(str(element_bytes)))  # checked above
         built = with_device_bandwidth(built, file, width or 1)[0]
+    if file is not None and _states_rates(file, toml):  # its rate is the dtype's it was read at: refused at another
+        built = replace(built, mac_dtype=dtype_meta(dtype, built))
     for note in notes:
         library_note(note, stacklevel=user_stacklevel())
     return built
+
+
+def _states_rates(file: str | Path, toml: bool) -> bool:
+    """Whether a device file states MACs per PE per cycle (a TOML's ``[compute] macs_per_pe``, a ``.cfg``'s
+    ``[macs_per_pe]``): its array's rate is then one dtype's (:attr:`ArrayConfig.mac_dtype`)."""
+    if toml:
+        from archsim.devices.device_file import load_device
+
+        return bool(load_device(file).macs_per_pe)
+    from archsim.array.options import cfg_rate_table
+
+    return bool(cfg_rate_table(file))
 
 
 def build_array(array: str | int | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
@@ -112,6 +130,7 @@ def build_array(array: str | int | Path | ArrayConfig | None = None, *, config: 
         array_from_options,
         array_size_warning,
         array_source,
+        check_rate_dtype,
         element_width,
         sram_kb_warning,
         with_clock,
@@ -137,7 +156,7 @@ def build_array(array: str | int | Path | ArrayConfig | None = None, *, config: 
         if config is not None:
             raise InputError("give an ArrayConfig or a .cfg file, not both", field="config")
         changes: dict[str, Any] = {}  # ArrayConfig's fields, checked by it
-        check_rate_width(array, element_bytes)
+        check_rate_dtype(array, dtype, element_bytes)
         if dataflow is not None:
             changes["dataflow"] = dataflow
         if element_bytes is not None:
@@ -151,17 +170,6 @@ def build_array(array: str | int | Path | ArrayConfig | None = None, *, config: 
     if huge:  # the line the array commands warn on stderr
         library_note(huge, stacklevel=user_stacklevel())
     return built
-
-
-def check_rate_width(array: ArrayConfig, element_bytes: int | None) -> None:
-    """Refuse, in one line, re-making at another element width an ``ArrayConfig`` whose ``mac_rate`` is not 1: the
-    rate is its file's of the dtype it was built at (:func:`array_config`), not of the new one's, which only the file
-    states."""
-    if array.mac_rate == 1 or element_bytes is None or element_bytes == array.element_bytes:
-        return
-    raise InputError(f"this ArrayConfig's GEMMs run at {array.mac_rate:g} MACs per PE per cycle, its device file's "
-                     f"rate of its {array.element_bytes}-byte dtype, not of {element_bytes}-byte words: give the "
-                     "file as config= with the dtype, which reads that dtype's rate", field="dtype")
 
 
 def cfg_as_config(array, config):
@@ -285,7 +293,6 @@ __all__ = [
     "build_array",
     "cfg_as_config",
     "check_config",
-    "check_rate_width",
     "config_notes",
     "is_config_path",
     "load_network",

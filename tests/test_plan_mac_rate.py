@@ -171,7 +171,7 @@ def test_array_config_carries_the_cfg_s_rate_of_its_dtype(tmp_path, capsys):
         named = archsim.cost(network, config=config, dtype="fp16", batch=16).table
         assert given["F_cycles"].tolist()[:2] == [_os(16, 40, 8, 2), _os(16, 8, 24, 2)]  # 67, 107: the hand count
         assert given["F_cycles"].tolist() == named["F_cycles"].tolist()
-        with pytest.raises(InputError, match="its 2-byte dtype, not of 4-byte words") as refused:
+        with pytest.raises(InputError, match="rate of fp16 .*, not of fp32") as refused:
             archsim.cost(network, array=array, dtype="fp32", batch=16)
     assert "\n" not in str(refused.value)
 

@@ -59,6 +59,9 @@ class ArrayConfig:
     mac_rate: MACs per PE per cycle of the GEMMs costed on it (a device file's ``[compute] macs_per_pe`` for the
     run's dtype, :mod:`archsim.array.mac_rates`): their cycles are those of the reduction packed to
     :func:`~archsim.array.mac_rates.packed_k`, their MACs and SRAM words the real GEMM's; 1 is SCALE-Sim's array.
+    mac_dtype: the dtype ``mac_rate`` is the rate of (a name of ``element_bytes``' width), where the array was read
+    from a device file stating rates (``archsim.array_config``) or its rate given by hand; None: one MAC per PE per
+    cycle at every dtype. Costed at another dtype it is refused (:func:`archsim.array.options.check_rate_dtype`).
     """
 
     rows: int = 32
@@ -75,6 +78,7 @@ class ArrayConfig:
     name: str = field(default="array", compare=False)
     dram_rate: tuple[float, float] | None = None
     mac_rate: float = 1.0
+    mac_dtype: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("rows", "cols", "ifmap_sram_kb", "filter_sram_kb", "ofmap_sram_kb", "element_bytes"):
@@ -88,6 +92,14 @@ class ArrayConfig:
                 object.__setattr__(self, "mac_rate", mac_rate(self.mac_rate))
             except ValueError as exc:
                 raise InputError(str(exc), field="mac_rate") from None
+        if self.mac_dtype is not None:  # a name of the array's width: a rate re-made at another width is refused
+            from archsim.choices.devices import ARRAY_ELEMENT_BYTES, FP8_ARRAY_DTYPES
+
+            check_choice(self.mac_dtype, FP8_ARRAY_DTYPES, "mac_dtype")
+            if ARRAY_ELEMENT_BYTES[self.mac_dtype] != self.element_bytes:
+                raise InputError(f"{self.mac_dtype} is {ARRAY_ELEMENT_BYTES[self.mac_dtype]}-byte elements, "
+                                 f"element_bytes {self.element_bytes}: the rate is of a dtype of the array's width",
+                                 field="mac_dtype")
         if self.dram_rate is not None:  # the words follow the element size (a width changed by replace() too)
             self._derive_bandwidth(self.dram_rate)
         check_choice(self.dataflow, DATAFLOWS, "dataflow")  # --dataflow's line

@@ -47,19 +47,12 @@ def cfg_mac_rate(config: str | Path, dtype: str | None) -> float:
     states none for ``dtype`` or ``dtype`` is None (SCALE-Sim's int8 word: no rate names it). fp8 on a ``.cfg``
     device file stating no fp8 rate is refused in one line, as ``train --fp8`` refuses the file (a plain SCALE-Sim
     ``.cfg`` runs it at 1)."""
-    from archsim.array.cfg_lines import cfg_located, cfg_parser
-    from archsim.array.mac_rates import CFG_SECTION, MAC_DTYPES, cfg_rates
+    from archsim.array.mac_rates import MAC_DTYPES
     from archsim.choices.devices import FP8
-    from archsim.validate import read_text
 
     if dtype not in MAC_DTYPES:
         return 1.0
-    text = read_text(config, "config file", encoding="utf-8-sig")
-    parser = cfg_parser(text, str(config))
-    try:
-        rates = cfg_rates(dict(parser[CFG_SECTION]) if parser.has_section(CFG_SECTION) else None, str(config))
-    except InputError as exc:
-        raise cfg_located(exc, text) from None
+    rates = cfg_rate_table(config)
     if dtype == FP8 and FP8 not in rates:
         from archsim.array.device_notes import device_array_count
 
@@ -68,6 +61,41 @@ def cfg_mac_rate(config: str | Path, dtype: str | None) -> float:
                              "states none (add a [macs_per_pe] section, fp8 = N, its arrays' fp8 MACs per PE per "
                              "cycle)", field="dtype")
     return rates.get(str(dtype), 1.0)
+
+
+def cfg_rate_table(config: str | Path) -> dict[str, float]:
+    """A ``.cfg``'s ``[macs_per_pe]`` by dtype (:func:`archsim.array.mac_rates.cfg_rates`, a bad figure refused at its
+    line as :func:`read_scalesim_cfg` refuses it); {} where the file states none."""
+    from archsim.array.cfg_lines import cfg_located, cfg_parser
+    from archsim.array.mac_rates import CFG_SECTION, cfg_rates
+    from archsim.validate import read_text
+
+    text = read_text(config, "config file", encoding="utf-8-sig")
+    parser = cfg_parser(text, str(config))
+    try:
+        return cfg_rates(dict(parser[CFG_SECTION]) if parser.has_section(CFG_SECTION) else None, str(config))
+    except InputError as exc:
+        raise cfg_located(exc, text) from None
+
+
+def check_rate_dtype(array: ArrayConfig, dtype: str | None, element_bytes: int | None) -> None:
+    """Refuse, in one line, costing at ``dtype`` (or re-making at ``element_bytes``) an ``ArrayConfig`` whose MACs per
+    PE per cycle are another dtype's (``mac_dtype``: its device file's rate of the dtype it was read at; only the
+    file states the new one's), or a rate given by hand that names no dtype at an explicit one. A one-MAC array
+    naming no dtype is costed at any, as SCALE-Sim's."""
+    width = array.element_bytes if element_bytes is None else element_bytes
+    if array.mac_dtype is not None:
+        if dtype == array.mac_dtype or (dtype is None and width == array.element_bytes):
+            return
+        asked, named = (dtype, shown(dtype)) if dtype is not None else (f"{width}-byte words", "…")
+        raise InputError(f"this ArrayConfig runs {array.mac_rate:g} MACs per PE per cycle, the rate of "
+                         f"{array.mac_dtype} (its mac_dtype, as its device file states it), not of {asked}: give the "
+                         f"file as config= with dtype={named} (or archsim.array_config(config=FILE, dtype={named}) for "
+                         "an ArrayConfig), which reads that dtype's rate", field="dtype")
+    if array.mac_rate != 1 and (dtype is not None or width != array.element_bytes):
+        raise InputError(f"this ArrayConfig runs {array.mac_rate:g} MACs per PE per cycle (its mac_rate) and names no "
+                         "dtype it is the rate of: give mac_dtype= beside mac_rate, or the device file as config= "
+                         "with dtype=, which reads that dtype's rate", field="dtype")
 
 
 def reshaped(found: ArrayConfig, array: str | None = None, dataflow: str | None = None) -> ArrayConfig:

@@ -43,11 +43,18 @@ def run_array(args: SimpleNamespace, speak=None):
 
     from archsim.array.config import ArrayConfig
     from archsim.array.device_sections import is_device_toml
-    from archsim.array.options import array_from_flags, array_size_warning, array_source, element_width
+    from archsim.array.options import (
+        array_from_flags,
+        array_size_warning,
+        array_source,
+        check_rate_dtype,
+        element_width,
+    )
     from archsim.array.sram_sizes import cfg_sram_warning
 
     width = element_width(args.dtype, args.element_bytes)
-    if isinstance(args.array, ArrayConfig):
+    if isinstance(args.array, ArrayConfig):  # its rate another dtype's: refused, as archsim.cost refuses it
+        check_rate_dtype(args.array, getattr(args, "dtype", None), width)
         given = {"dataflow": args.dataflow, "element_bytes": width}
         return replace(args.array, **{key: value for key, value in given.items() if value is not None})
     read_device = getattr(args, "read_device", None)
