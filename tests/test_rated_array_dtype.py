@@ -69,6 +69,13 @@ def test_an_array_read_at_one_dtype_is_refused_at_another(files, job, built, cos
     assert "\n" not in said and "config=" in said and f"dtype={costed!r}" in said
 
 
+@pytest.mark.parametrize("job", JOBS)
+def test_every_job_takes_the_array_at_its_own_dtype_or_none(files, job):
+    array = _quiet(archsim.array_config, config=files["rated.cfg"], dtype="fp16")
+    for dtype in ("fp16", None):
+        assert _quiet(JOBS[job], files, array, dtype) is not None
+
+
 def test_the_dtype_the_rate_is_of_costs_as_the_file_does(files):
     """At its own dtype (or none given) the array costs as config= at that dtype: the hand count, 67 at rate 2."""
     for dtype, rate in (("fp16", 2), ("bf16", 1)):
