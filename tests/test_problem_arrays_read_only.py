@@ -100,3 +100,20 @@ def test_a_callers_own_columns_stay_writeable():
     duration[0] = 5.0  # the caller's array, still theirs
     src[0] = 0
     assert duration.flags.writeable and src.flags.writeable
+
+
+def test_a_problems_lookups_and_columns_refuse_edits():
+    """Its id index refuses edits (TypeError, as every result dict); a priority or tag column held as a numpy array
+    is handed out read-only, the caller's own array untouched."""
+    priority, stage = np.array([1, 0]), np.array([3, 4])
+    ops = OpColumns(["a", "b"], np.zeros(2, dtype=np.int64), np.array([1.0, 2.0]), priority=priority,
+                    tags=(("stage", stage),))
+    problem = Problem.from_arrays([Processor("p")], [], ops, DepColumns(np.zeros(0, dtype=np.int64),
+                                                                        np.zeros(0, dtype=np.int64)))
+    with pytest.raises(TypeError, match="read-only"):
+        problem.arrays.index["a"] = 1
+    for column in (problem.priorities, problem.tag_values("stage")):
+        with pytest.raises(ValueError, match="read-only"):
+            column[0] = 9
+    assert problem.op("b").priority == 0 and problem.op("a").tag("stage") == 3
+    assert priority.flags.writeable and stage.flags.writeable

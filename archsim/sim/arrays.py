@@ -18,7 +18,7 @@ from functools import cached_property
 import numpy as np
 
 from archsim.numba_cache import njit, small_in_python
-from archsim.read_only import read_only_array
+from archsim.read_only import ResultDict, read_only_array
 from archsim.sim.lists import on_lists
 
 # Ops + dependencies up to which a kernel call in a process that has not loaded the kernel runs
@@ -64,8 +64,9 @@ class ProblemArrays:
 
     @cached_property
     def index(self) -> dict[str, int]:
-        """Op id → position, made on first use (a problem of 10⁶ ops needs it only for lookups by id)."""
-        return dict(zip(self.ids, range(len(self.ids))))
+        """Op id → position, made on first use (a problem of 10⁶ ops needs it only for lookups by id); read-only
+        (:class:`~archsim.read_only.ResultDict`), as the arrays are."""
+        return ResultDict(zip(self.ids, range(len(self.ids))))
 
 
 _FIELDS = ("ids", "proc", "duration", "pin", "alloc", "free", "streams", "dep_src", "dep_dst", "dep_link", "dep_bytes",

@@ -17,6 +17,7 @@ from typing import Any, cast
 import numpy as np
 
 from archsim.errors import InputError
+from archsim.read_only import read_only_array
 from archsim.sim.arrays import ProblemArrays, paused_gc
 from archsim.sim.columns import Column, DepColumns, OpColumns, check_columns, object_columns
 
@@ -181,7 +182,7 @@ class Problem:
     def priorities(self) -> Column | None:
         """Each op's priority, in problem order; None when every op's is 0 (columns without priorities)."""
         if self._columns is not None:
-            return self._columns.priority
+            return _frozen(self._columns.priority)
         return [op.priority for op in self.ops]
 
     def tag_values(self, key: str, default: object = None) -> Column:
@@ -189,7 +190,7 @@ class Problem:
         if self._columns is not None and self._ops is None:
             for name, column in self._columns.tags:
                 if name == key:
-                    return column if default is None else [default if v is None else v for v in column]
+                    return _frozen(column) if default is None else [default if v is None else v for v in column]
             return [default] * len(self.arrays.ids)
         return [op.tag(key, default) for op in self.ops]
 
@@ -231,6 +232,11 @@ class Problem:
                          for i, p, d, pr, s, al, fr, tags in
                          zip(a.ids, a.proc.tolist(), a.duration.tolist(), priority, a.pin.tolist(), a.alloc.tolist(),
                              a.free.tolist(), rows))
+
+
+def _frozen(column):
+    """A column the problem holds as it hands it out: a numpy one a read-only view (the problem's stays as built)."""
+    return read_only_array(column) if isinstance(column, np.ndarray) else column
 
 
 def _plain(column: Column) -> list:
