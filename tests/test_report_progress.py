@@ -46,3 +46,22 @@ def test_off_a_terminal_the_report_draws_no_bar(spec, tmp_path, capsys):
     assert cli.main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--report", str(tmp_path / "r.html")]) == 0
     err = capsys.readouterr().err
     assert "phase" not in err and "report out" not in err
+
+
+def test_a_sweep_stopped_while_its_report_is_drawn_says_what_is_kept(spec, tmp_path, capsys, monkeypatch):
+    """Ctrl-C (or SIGTERM) after the sweep, while the report was drawn, said only ``interrupted``: every
+    configuration is cached then, and results.csv and the report are not written (one set of files, or none)."""
+    from archsim.sweep import report
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    kept = tmp_path / "r.html"
+    kept.write_text("a report of mine")
+    monkeypatch.setattr(report, "write_report", stopped)
+    out = tmp_path / "out"
+    assert cli.main(["sweep", str(spec), "--out", str(out), "--report", str(kept)]) == 130
+    err = capsys.readouterr().err
+    assert err == (f"archsim sweep: error: interrupted: all 2 configurations are cached in {out}; the same command "
+                   f"writes results.csv and the report from them\n")
+    assert kept.read_text() == "a report of mine" and not (out / "results.csv").exists()

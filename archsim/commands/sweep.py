@@ -82,8 +82,13 @@ def run_sweep_command(args: argparse.Namespace) -> int:
             if line:
                 note(line)
     if args.report is not None:
-        path = write_report(out, target, spec_command=f"archsim sweep {shell_word(args.spec)} --out {shell_word(out)}",
-                            own_networks=spec.networks, phases=partial(phases, enabled=not args.quiet))
+        try:
+            path = write_report(out, target, spec_command=f"archsim sweep {shell_word(args.spec)} --out {shell_word(out)}",
+                                own_networks=spec.networks, phases=partial(phases, enabled=not args.quiet))
+        except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM while the page is drawn: say what is kept, as run_sweep does
+            kind = "points" if isinstance(spec, DeviceSweepSpec) else "configurations"
+            raise type(stop)(f"all {len(frame)} {kind} are cached in {out}; the same command writes results.csv and "
+                             "the report from them") from None
         note_written(f"wrote {path}")  # as every command announces a file
     return 0
 
