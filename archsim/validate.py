@@ -73,6 +73,8 @@ def _shown_typed(value: object, what: str) -> str:
     """``value`` as :func:`shown`, and a string said to be one: ``what`` takes no quotes in a TOML or JSON file."""
     if isinstance(value, str):
         return f"the string {shown(value)} (write {what} without quotes)"
+    if isinstance(value, bool):  # as the file spells it (true), not Python's 'True'
+        return f"the boolean {str(value).lower()}"
     return shown(value)
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from pathlib import Path
 
 from archsim.commands import Command
+from archsim.commands.common import phases
 from archsim.console import note, shell_word, warn
 from archsim.errors import InputError
 from archsim.output_files import note_written
@@ -80,8 +82,13 @@ def run_sweep_command(args: argparse.Namespace) -> int:
             if line:
                 note(line)
     if args.report is not None:
-        path = write_report(out, target, spec_command=f"archsim sweep {shell_word(args.spec)} --out {shell_word(out)}",
-                            own_networks=spec.networks)
+        try:
+            path = write_report(out, target, spec_command=f"archsim sweep {shell_word(args.spec)} --out {shell_word(out)}",
+                                own_networks=spec.networks, phases=partial(phases, enabled=not args.quiet))
+        except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM while the page is drawn: say what is kept, as run_sweep does
+            kind = "points" if isinstance(spec, DeviceSweepSpec) else "configurations"
+            raise type(stop)(f"all {len(frame)} {kind} are cached in {out}; the same command writes results.csv and "
+                             "the report from them") from None
         note_written(f"wrote {path}")  # as every command announces a file
     return 0
 
@@ -124,7 +131,7 @@ def run_report_command(args: argparse.Namespace) -> int:
     folder = results_folder(args.results)  # a linked entry refused before anything is read
     target = args.out or str(Path("reports") / f"{folder.name}.html")
     report_apart(target, folder, "--out")
-    path = write_report(folder, target, spec_command=spec_command(folder))
+    path = write_report(folder, target, spec_command=spec_command(folder), phases=phases)
     note_written(f"wrote {path}")  # as every command announces a file
     return 0
 

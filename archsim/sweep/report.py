@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from archsim.choices.devices import FP8
 from archsim.console import shell_word
 from archsim.errors import InputError
+from archsim.progress import Phases, quiet_phases
 from archsim.sweep.results_check import check_cells, check_spec_rows
 from archsim.validate import check_file_ending, exists
 
@@ -166,13 +167,14 @@ def _recorded_spec(folder: Path) -> str | None:
 
 
 def write_report(folder: Path, target: str | Path, *, spec_command: str,
-                 own_networks: tuple[str, ...] = ()) -> Path:
+                 own_networks: tuple[str, ...] = (), phases: Phases = quiet_phases) -> Path:
     """The sweep's HTML report from the folder's files. A network file its results.csv names is read
     only inside the folder (or the shipped ``layers/``), or when it is one of ``own_networks``, the
     networks of the spec the caller has just run: a results folder may come from someone else. ``folder`` is
     one :func:`results_folder` returned (``archsim report``, :func:`archsim.write_report`) or one a sweep has just
     filled (``sweep --report``: :func:`archsim.sweep.runner.run_sweep` checked it before the run): its entries'
-    link check is theirs, made once before any of its files is read."""
+    link check is theirs, made once before any of its files is read. ``phases``: the CLI's bar over the seconds
+    plotly's import, the network sections and the page take (a library call's: none)."""
     from archsim.sweep.device_report import is_device_folder, write_device_report
 
     if is_device_folder(folder):
@@ -180,26 +182,33 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     results = read_results(folder)
     record = spec_record(folder)
     check_spec_rows(results, record, folder / "results.csv", spec_command)
-    from archsim.report.sweep_order import network_order
-    from archsim.report.sweep_report import build_report  # plotly loads only for a report
-    from archsim.sweep import summarize
-    from archsim.sweep.network_names import labelled
-    from archsim.sweep.pipedream_points import skipped_line
-    from archsim.sweep.report_sections import network_sections, spec_methods, spec_networks
-    from archsim.sweep.results_check import recorded_borrow
+    with phases(f"report {folder.name}", REPORT_PHASES) as step:
+        step(REPORT_PHASES[0])
+        from archsim.report.sweep_order import network_order
+        from archsim.report.sweep_report import build_report  # plotly loads only for a report
+        from archsim.sweep import summarize
+        from archsim.sweep.network_names import labelled
+        from archsim.sweep.pipedream_points import skipped_line
+        from archsim.sweep.report_sections import network_sections, spec_methods, spec_networks
+        from archsim.sweep.results_check import recorded_borrow
 
-    listed = record.get("networks")
-    networks = [str(n) for n in listed] if isinstance(listed, list) else []
-    # LayerPipe's gainful rows: a method of their own on the page; two networks of one stem: one name each
-    results = labelled(borrow_series(results), networks)
-    order = network_order(results, spec_networks(record))
-    sections = network_sections(results, order, folder, own_networks, record,
-                                f"{spec_command} && archsim report {folder} --out {target}")
-    engine = record.get("engine", "analytic")
-    return build_report(results, summarize(results), results_path=str(folder), out=target, spec_command=spec_command,
-                        engine=engine if isinstance(engine, str) else None, networks=order,
-                        network_sections=sections, methods=series_methods(spec_methods(record), recorded_borrow(record)),
-                        skipped=skipped_line(record), record=record)
+        listed = record.get("networks")
+        networks = [str(n) for n in listed] if isinstance(listed, list) else []
+        # LayerPipe's gainful rows: a method of their own on the page; two networks of one stem: one name each
+        results = labelled(borrow_series(results), networks)
+        order = network_order(results, spec_networks(record))
+        step(REPORT_PHASES[1])
+        sections = network_sections(results, order, folder, own_networks, record,
+                                    f"{spec_command} && archsim report {folder} --out {target}")
+        engine = record.get("engine", "analytic")
+        step(REPORT_PHASES[2])
+        return build_report(results, summarize(results), results_path=str(folder), out=target,
+                            spec_command=spec_command, engine=engine if isinstance(engine, str) else None,
+                            networks=order, network_sections=sections, skipped=skipped_line(record), record=record,
+                            methods=series_methods(spec_methods(record), recorded_borrow(record)))
+
+
+REPORT_PHASES = ("load plotly", "per-layer and Gantt sections", "figures and page")  # write_report's bar, in order
 
 
 def borrow_label(borrow: str) -> str:
