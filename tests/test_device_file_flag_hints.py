@@ -23,7 +23,8 @@ def test_train_and_search_given_a_device_flag_name_the_cluster_file(capsys, comm
     layout = ["--dp", "8"] if command == "train" else []
     line = cli_error([command, MODEL, flag, CHIP, *layout, "--global-batch", "64"], capsys)
     assert line.count("\n") == 0, line
-    assert f"{flag} is the array commands'" in line and "--cluster CLUSTER.toml" in line
+    said = "is the array commands'" if flag == "--config" else f"is no archsim {command} setting"
+    assert f"{flag} {said}" in line and "--cluster CLUSTER.toml" in line
     assert '[[servers]]' in line and 'device = "FILE"' in line
 
 
@@ -33,7 +34,8 @@ def test_array_commands_given_a_cluster_flag_name_config(capsys, command, flag):
     shape = ["--m", "8", "--k", "8", "--n", "8"] if command == "gemm" else ["resnet50"]
     line = cli_error([command, *shape, flag, CLUSTER], capsys)
     assert line.count("\n") == 0, line
-    assert "unrecognized arguments" in line and f"{flag} is archsim train's and archsim search's" in line
+    said = "is archsim train's and archsim search's" if flag == "--cluster" else f"is no archsim {command} setting"
+    assert "unrecognized arguments" in line and f"{flag} {said}" in line
     assert "--config FILE.toml" in line
 
 

@@ -135,15 +135,17 @@ ARRAY_JOBS = ("cost", "energy", "iteration_energy", "gemm")  # the jobs that rea
 
 
 def _device_flags(job: str) -> dict[str, str]:
-    """Where ``job`` takes a device file when it is given to another job's flag: train and search a cluster file
-    naming it (``--config`` is the array commands'), the array commands the file itself (``--cluster`` is train's)."""
+    """Where ``job`` takes a device file when it is given to another job's flag or to a ``device`` flag no job has:
+    train and search a cluster file naming it (``--config`` is the array commands'), the array commands the file
+    itself (``--cluster`` is train's)."""
     if job in ("train", "search"):
-        said = (f"is the array commands': {named(job)} takes {setting('cluster', placeholder='CLUSTER.toml')}, a "
-                'cluster file whose [[servers]] table names the device file (device = "FILE", gpus = N)')
-    else:
-        said = (f"is {named('train')}'s and {named('search')}'s: {named(job)} takes the device file itself as "
-                f"{setting('config', placeholder='FILE.toml')} (the file a cluster's [[servers]] device = names)")
-    return {flag: said for flag in (("config", "device") if job in ("train", "search") else ("cluster", "device"))}
+        takes = (f"{named(job)} takes {setting('cluster', placeholder='CLUSTER.toml')}, a cluster file whose "
+                 '[[servers]] table names the device file (device = "FILE", gpus = N)')
+        return {"config": f"is the array commands': {takes}", "device": f"is no {named(job)} setting: {takes}"}
+    takes = (f"{named(job)} takes the device file itself as {setting('config', placeholder='FILE.toml')} (the file a "
+             "cluster's [[servers]] device = names)")
+    return {"cluster": f"is {named('train')}'s and {named('search')}'s: {takes}",
+            "device": f"is no {named(job)} setting: {takes}"}
 
 
 def elsewhere(job: str) -> dict[str, str]:
