@@ -174,13 +174,16 @@ def _chosen(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Ar
         parser = sub.choices[name]
 
 
-def _flag_hint(parser: argparse.ArgumentParser, message: str) -> str:
+def _flag_hint(parser: argparse.ArgumentParser, message: str, argv: Sequence[str] = ()) -> str:
     """For the first unknown flag of argparse's ``unrecognized arguments`` that has one, what to give instead: where
     it is another command's flag, what this one takes (its :attr:`Command.elsewhere <archsim.commands.Command>`:
     `` (--gpus is archsim search's: …)``), else `` (did you mean '--recompute'?)`` where it resembles one of
     ``parser``'s long options (``validate.did_you_mean``); "" for none. A name of three letters or fewer gets no
-    likeness: it is more likely another command's flag than a typo (``search --tp`` is not ``--top``)."""
+    likeness: it is more likely another command's flag than a typo (``search --tp`` is not ``--top``). Where argparse
+    stopped at a required flag first (``train --config chip.toml``: "required: --cluster"), ``argv``'s unknown flags."""
     words = message.removeprefix("unrecognized arguments: ").split() if message.startswith("unrecognized") else []
+    if message.startswith("the following arguments are required"):
+        words = [w for w in argv if w.startswith("--") and w.partition("=")[0] not in parser._option_string_actions]
     flags = [o[2:] for o in parser._option_string_actions if o.startswith("--")]
     targets = {name: target for name, target, _ in REGISTRY}
     command = parser.prog.split()[1] if len(parser.prog.split()) > 1 else ""  # "archsim bppsa rnn": bppsa's
@@ -216,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 args = parser.parse_args(argv)
             except UsageError as exc:  # a misspelt flag: the one it resembles, as a misspelt keyword is told
-                raise UsageError(f"{exc}{_flag_hint(chosen, str(exc))}") from None
+                raise UsageError(f"{exc}{_flag_hint(chosen, str(exc), argv)}") from None
             distinct_targets(chosen, args)
             outputs_apart_from_inputs(chosen, args)
             mismatched = suffix_mismatches(chosen, args)

@@ -13,6 +13,11 @@ BASE = 'model = "gpt2"\ndevice = "tpu_v4_like"\nglobal_batch = 16\n'
     ("chips = [4]\nprocessors = [4]\n", "processors", "chips", "whole devices"),
     ("chips = [4]\nbandwidths = [600]\n", "bandwidths", "hbm_gbps", "GB/s"),
     ("chips = [4]\nsram_kb = [4096]\n", "sram_kb", "sram_kib_per_array", "the three together"),
+    # a designer's words for the HBM axis and the clock in MHz (2026-12-06's accelerator trial)
+    ("chips = [4]\nhbm_bandwidth = [1600]\n", "hbm_bandwidth", "hbm_gbps", "GB/s"),
+    ("chips = [4]\nbandwidth = [1600]\n", "bandwidth", "hbm_gbps", "GB/s"),
+    ("chips = [4]\nclock_mhz = [1200]\n", "clock_mhz", "clocks_ghz", "GHz"),
+    ("chips = [4]\nsram_mib = [32]\n", "sram_mib", "sram_kib_per_array", "KiB"),
 ])
 def test_another_words_key_is_told_the_device_sweeps(tmp_path, capsys, extra, written, meant, unit):
     spec = write(tmp_path / "s.toml", "[sweep]\n" + BASE + extra)

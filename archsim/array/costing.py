@@ -134,7 +134,7 @@ def op_cost_columns(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str =
     """:func:`op_costs`' columns by name (lists of names, int64/float64 arrays), without pandas.
 
     GEMM cycles come from the chosen engine; vector-unit work costs ⌈elements / cols⌉ cycles
-    (one lane per array column) and never stalls.
+    (one lane per array column) and never stalls. Utilization: MACs ÷ (cycles · PEs · the array's MAC rate).
     """
     check_engine(engine)
     owner, m, k, n, count = flatten_gemms(ops)
@@ -161,7 +161,8 @@ def op_cost_columns(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str =
         _check_total(cost.macs, count, np.zeros(0), "MACs")
     cycles += -(-vector // array.cols)
     with np.errstate(divide="ignore", invalid="ignore"):
-        utilization = np.where(cycles > 0, macs / (np.maximum(cycles, 1) * float(array.pes)), 0.0)  # float: may pass int64
+        # the share of the PEs' capacity, array.mac_rate MACs a PE a cycle (float: may pass int64)
+        utilization = np.where(cycles > 0, macs / (np.maximum(cycles, 1) * float(array.pes) * array.mac_rate), 0.0)
     columns: dict[str, Any] = {
         "layer": [op.layer for op in ops],
         "op": [op.kind for op in ops],

@@ -209,6 +209,12 @@ _TOML_OF_CFG_KEYS = {"arrayheight": "[compute] rows", "arraywidth": "[compute] c
                      "bandwidth": "[memory] hbm_gbps, GB/s (SCALE-Sim's Bandwidth is words per cycle)"}
 
 
+# a chip's SRAM as a designer names it (MiB, the chip's): neither file has such a key, and difflib finds none near
+_SRAM_WORDS = ("sram_mib", "sram_mb", "sram_gib", "shared_sram_mib", "sram_mib_per_array", "sram")
+_SRAM_HOME = {False: "[memory] sram_kib_per_array, KiB beside each array (a shared SRAM: its KiB ÷ the arrays)",
+              True: "[architecture_presets] IfmapSramSzkB, FilterSramSzkB and OfmapSramSzkB, KiB each beside each array"}
+
+
 def _misplaced(key: str, read_apart: dict[str, tuple[str, ...]], cfg: bool) -> str:
     """Where an unknown key belongs when it is another section's (``[device] arrays`` in a TOML is ``[compute]``'s,
     ``[device] rows`` in a .cfg is its ``ArrayHeight``, ``ArrayHeight`` in a TOML is its ``[compute] rows``), as
@@ -217,6 +223,8 @@ def _misplaced(key: str, read_apart: dict[str, tuple[str, ...]], cfg: bool) -> s
         return f"; a .cfg states {key} as {_CFG_ARRAY_KEYS[key]}"
     if cfg and key == CFG_SECTION:
         return f"; {CFG_RATES_HOME}"
+    if key.lower() in _SRAM_WORDS:
+        return f"; a device file states its SRAM as {_SRAM_HOME[cfg]}"
     if not cfg and key.lower() in _TOML_OF_CFG_KEYS:
         return f"; {key} is a SCALE-Sim .cfg key: a device TOML states it as {_TOML_OF_CFG_KEYS[key.lower()]}"
     homes = [s for s, keys in _KEYS.items() if key in keys and not (cfg and s == "compute")]

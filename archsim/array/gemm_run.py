@@ -99,7 +99,8 @@ def cost_shapes(shapes: pd.DataFrame, ofmap_count: OfmapCount = "scalesim", mac_
 def rated_columns(m, k, n, rows, cols, dataflow, ofmap_count: OfmapCount, mac_rate: float) -> dict[str, Any]:
     """:data:`RESULT_COLUMNS` of GEMMs (int64 arrays) at ``mac_rate`` MACs per PE per cycle: cycles, folds and the
     mapping and compute utilizations the packed GEMM's (:func:`archsim.array.costing.rated_k`, train's packing),
-    the SRAM words the real GEMM's, utilization its MACs ÷ (cycles · PEs); SCALE-Sim's GEMM itself at 1."""
+    the SRAM words the real GEMM's, utilization its MACs ÷ (cycles · PEs · rate): the share of the PEs' capacity
+    at that rate, a fraction 0–1 as at rate 1; SCALE-Sim's GEMM itself at 1."""
     import numpy as np
 
     from archsim.array.analytic import gemm_cost
@@ -111,7 +112,7 @@ def rated_columns(m, k, n, rows, cols, dataflow, ofmap_count: OfmapCount, mac_ra
     timed = gemm_cost(m, packed_k(k, mac_rate), n, rows, cols, dataflow, ofmap_count=ofmap_count)
     figures = {column: getattr(timed if column in ("cycles", "folds", "mapping_efficiency", "compute_utilization")
                                else real, column) for column in RESULT_COLUMNS}
-    figures["utilization"] = real.macs / (np.maximum(timed.cycles, 1) * (rows * cols).astype(np.float64))
+    figures["utilization"] = real.macs / (np.maximum(timed.cycles, 1) * (rows * cols).astype(np.float64) * mac_rate)
     return figures
 
 

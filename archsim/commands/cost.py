@@ -21,6 +21,7 @@ from archsim.commands.common import (
 from archsim.commands.energy import add_energy_table_argument
 from archsim.commands.network_args import add_network_arguments, network_from_args
 from archsim.modes import MODES
+from archsim.training.job_settings import elsewhere
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,4 +59,5 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMAND = Command("cost", "per-layer F/G/D cycles, utilization and bytes of a network", add_arguments, run)
+COMMAND = Command("cost", "per-layer F/G/D cycles, utilization and bytes of a network", add_arguments, run,
+                  tuple(elsewhere("cost").items()))

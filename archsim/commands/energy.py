@@ -20,6 +20,7 @@ from archsim.commands.common import (
 from archsim.commands.network_args import add_network_arguments, network_from_args
 from archsim.console import say_after_run
 from archsim.modes import MODES
+from archsim.training.job_settings import elsewhere
 
 
 def add_energy_table_argument(parser: argparse.ArgumentParser) -> None:
@@ -62,4 +63,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 COMMAND = Command("energy", "energy of one training iteration by part and op, and the array's area",
-                  add_arguments, run)
+                  add_arguments, run, tuple(elsewhere("energy").items()))

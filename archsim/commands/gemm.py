@@ -20,6 +20,7 @@ from archsim.commands.common import (
     note_unread_keys,
     positive_int,
 )
+from archsim.training.job_settings import elsewhere
 
 __all__ = ["COMMAND"]
 
@@ -81,4 +82,5 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMAND = Command("gemm", "SCALE-Sim-exact cost of GEMMs out[MxN] = A[MxK]·B[KxN]", add_arguments, run)
+COMMAND = Command("gemm", "SCALE-Sim-exact cost of GEMMs out[MxN] = A[MxK]·B[KxN]", add_arguments, run,
+                  tuple(elsewhere("gemm").items()))

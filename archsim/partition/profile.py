@@ -160,7 +160,8 @@ def build_profile(network: Network, array: ArrayConfig, batch: int, mode: Mode =
 @dataclass(frozen=True)
 class OpRates:
     """One array's cost of each layer's F, G and D (network order; 0 where a layer has no such op), by kind:
-    ``cycles`` and ``utilization`` (the share of the array's PEs the op keeps busy alone, MACs / (cycles · PEs));
+    ``cycles`` and ``utilization`` (the share of the array's PEs the op keeps busy alone, MACs / (cycles · PEs · the
+    array's MACs per PE per cycle));
     ``input_bytes`` and ``output_bytes``: each layer's input activation (the size of δ of its input) and its
     output activation, bytes."""
 

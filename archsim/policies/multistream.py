@@ -4,7 +4,7 @@ The main stream runs the critical path — every F, then the δ ops D_L..D_2 —
 sub-stream runs the weight gradients G_l (each needs δ^l, i.e. D_{l+1}'s end, or F_L's for l = L).
 
 **Co-run model (documented, derived from utilizations).** An op of duration t alone keeps a
-fraction u of the array's PEs busy (u = MACs / (t · PEs), the cost model's utilization). The main
+fraction u of the array's PEs busy (u = MACs / (t · PEs · MACs per PE per cycle), the cost model's utilization). The main
 stream has priority, so its ops run as if alone; a sub-stream op runs on the capacity they leave,
 1 − u_main, and needs u·t of array-time: alone it takes t, co-run it takes
 max(t, u·t / (1 − u_main)) — nothing beats running alone, and it slows as the main stream fills

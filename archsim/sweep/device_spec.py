@@ -69,6 +69,10 @@ MEANT = {
     "processors": ("chips", "an array sweep's processors; a device sweep's chips are whole devices"),
     "bandwidths": ("hbm_gbps", "an array sweep's DRAM words/cycle; a device sweep's HBM bandwidth, GB/s"),
     "sram_kb": ("sram_kib_per_array", "an array sweep's KiB per buffer; a device sweep's per array, the three together"),
+    "hbm_bandwidth": ("hbm_gbps", "the HBM bandwidth, GB/s"),
+    "bandwidth": ("hbm_gbps", "the HBM bandwidth, GB/s"),
+    "clock_mhz": ("clocks_ghz", "the arrays' clock, GHz (MHz ÷ 1000)"),
+    "sram_mib": ("sram_kib_per_array", "SRAM beside each array, KiB (MiB × 1024)"),
 }
 
 

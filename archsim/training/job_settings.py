@@ -131,6 +131,23 @@ def _other_jobs(job: str) -> dict[str, str]:
     return said
 
 
+ARRAY_JOBS = ("cost", "energy", "iteration_energy", "gemm")  # the jobs that read a device file as --config
+
+
+def _device_flags(job: str) -> dict[str, str]:
+    """Where ``job`` takes a device file when it is given to another job's flag or to a ``device`` flag no job has:
+    train and search a cluster file naming it (``--config`` is the array commands'), the array commands the file
+    itself (``--cluster`` is train's)."""
+    if job in ("train", "search"):
+        takes = (f"{named(job)} takes {setting('cluster', placeholder='CLUSTER.toml')}, a cluster file whose "
+                 '[[servers]] table names the device file (device = "FILE", gpus = N)')
+        return {"config": f"is the array commands': {takes}", "device": f"is no {named(job)} setting: {takes}"}
+    takes = (f"{named(job)} takes the device file itself as {setting('config', placeholder='FILE.toml')} (the file a "
+             "cluster's [[servers]] device = names)")
+    return {"cluster": f"is {named('train')}'s and {named('search')}'s: {takes}",
+            "device": f"is no {named(job)} setting: {takes}"}
+
+
 def elsewhere(job: str) -> dict[str, str]:
     """The other training job's layout settings that ``job`` (``"train"``, ``"search"``; any other: none) does not
     take, each with what to give instead, as the caller spells it (``search --tp`` from a command, ``archsim.search(tp=2)``
@@ -145,7 +162,7 @@ def elsewhere(job: str) -> dict[str, str]:
         own = {setting(flag).lstrip("-"): f"is {named('train')}'s: {named('search')} takes "  # --interleave: --chunks V
                                           f"{setting(theirs, value, placeholder=placeholder)}"
                for flag, (theirs, value, placeholder) in SEARCH_FLAGS.items()}
-        return {**_megatron(job, layout), **own, **layout, **_other_jobs(job)}
+        return {**_megatron(job, layout), **own, **layout, **_other_jobs(job), **_device_flags(job)}
     if job == "train":
         flags = ", ".join(setting(name) for name in ("tp", "pp", "dp"))
         layout = {"gpus": f"is {named('search')}'s: {route('train', named('train'))} takes its layout as {flags} and "
@@ -154,9 +171,11 @@ def elsewhere(job: str) -> dict[str, str]:
         own = {setting(theirs).lstrip("-"): f"is {named('search')}'s: {named('train')} takes "
                                             f"{setting(flag, placeholder=placeholder or 'B (the micro-batch size)')}"
                for flag, (theirs, _, placeholder) in SEARCH_FLAGS.items() if theirs in ("chunks", "max-micro-batch")}
-        return {**_megatron(job, {}), **own, **layout, **_other_jobs(job)}
+        return {**_megatron(job, {}), **own, **layout, **_other_jobs(job), **_device_flags(job)}
+    if job in ARRAY_JOBS:
+        return _device_flags(job)
     return {}
 
 
-__all__ = ["LAYOUT", "MEGATRON_FIXED", "MEGATRON_FLAGS", "MEGATRON_MODEL_FLAGS", "elsewhere",
+__all__ = ["ARRAY_JOBS", "LAYOUT", "MEGATRON_FIXED", "MEGATRON_FLAGS", "MEGATRON_MODEL_FLAGS", "elsewhere",
            "with_layout"]
