@@ -44,7 +44,10 @@ def run_plan(args: Any, *, loader: Callable[[Any], Network], array_of: Callable[
     else:
         from archsim.plan_spp import run_spp
 
-        done = run_spp(args, topology, profile, priced_on, speak)
+        memory = ((device_memory, f"the {priced_on['priced_on']}", 2.0**30, "GiB") if device_memory is not None
+                  else None if topology.gpu_memory_bytes is None
+                  else (topology.gpu_memory_bytes, "the cluster file's gpu_memory_gb", 1e9, "GB"))
+        done = run_spp(args, topology, profile, priced_on, speak, memory)
     return replace(done, rows=plain_numbers(done.rows), meta=plain_numbers(with_seed(done.meta, seed)),
                    warnings=tuple(warnings), notes=tuple(notes))
 

@@ -91,9 +91,30 @@ def _too_few_samples(devices: int, stages: int, samples: int) -> InputError:
                       "(each replica 1/r of a micro-batch)", field="replication")
 
 
-def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Speak = say) -> PlanRun:
+def memory_line(stages: list[tuple[str, list[int]]], profile, memory: tuple[float, str, float, str] | None) -> str | None:
+    """A warning where a plan's stage cannot fit a GPU: each replica holds its stage's weights and their gradients
+    (2 × its layers' ``weight_bytes``, a lower bound: no optimizer state or activations counted), against
+    ``memory`` (bytes per GPU, where the figure is from, and the unit to state it in: bytes and name); None where
+    every stage fits or no memory is known. Why: SPP, as the paper, plans time alone, so a model too large for the
+    GPUs was planned without a word."""
+    if memory is None:
+        return None
+    capacity, source, unit, unit_name = memory
+    for name, layers in stages:
+        held = 2.0 * float(sum(profile.weight_bytes[i] for i in layers))
+        if held > capacity:
+            return (f"{name} holds {held / unit:.4g} {unit_name} of weights and their gradients on each of its GPUs, "
+                    f"more than {source}'s {capacity / unit:.4g} {unit_name}: the plan cannot train (plan, as SPP, "
+                    "prices time alone, not memory); give more GPUs, GPUs of more memory, or a smaller model")
+    return None
+
+
+def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Speak = say,
+            memory: tuple[float, str, float, str] | None = None) -> PlanRun:
     """SPP's plan, or a baseline's (or LayerPipe's) makespan beside SPP's (``args.method``), with the baselines ``args.baselines``
-    names run for the meta; a ``max_stages`` above what the layers and GPUs allow noted as capped."""
+    names run for the meta; a ``max_stages`` above what the layers and GPUs allow noted as capped; a plan whose
+    stage cannot hold its weights and gradients in ``memory`` (bytes per GPU, its source) warned
+    (:func:`memory_line`)."""
     from archsim.planners import idle_line, plan_on_cluster
     from archsim.progress import progress
     from archsim.spp.plan import check_search_size, spp, stage_count_limit, stage_plans
@@ -145,6 +166,17 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
              "replicas": len(d), "devices": " ".join(f"g{x}" for x in d), "microbatch_forward_seconds": t.forward,
              "microbatch_backward_seconds": t.backward, "allreduce_seconds": t.allreduce}
             for n, ((a, b), d, t) in enumerate(zip(result.plan.stages, result.plan.devices, times))]
+    if args.method == "spp":
+        planned = [(f"SPP's stage {n + 1} ({names[a]}–{names[b - 1]})", list(range(a, b)))
+                   for n, (a, b) in enumerate(result.plan.stages)]
+    else:
+        assert chosen is not None, args.method  # run above, as methods holds it
+        where = {name: i for i, name in enumerate(names)}
+        planned = [(f"{args.method}'s stage {n + 1} ({stage.layers[0]}–{stage.layers[-1]})",
+                    [where[x] for x in stage.layers if x in where]) for n, stage in enumerate(chosen.stages) if stage.layers]
+    line = memory_line(planned, profile, memory)
+    if line:
+        speak("warning", line)
     if args.method != "spp":
         row = {"method": args.method, "makespan_seconds": others[args.method], "spp_makespan_seconds": result.makespan}
         assert chosen is not None, args.method  # run above, as methods holds it
@@ -173,4 +205,4 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
                    stage_rows_caption(rows), unit=profile.unit)
 
 
-__all__ = ["baseline_timeline", "plan_stages", "run_spp", "server_gpus", "stage_rows_caption"]
+__all__ = ["baseline_timeline", "memory_line", "plan_stages", "run_spp", "server_gpus", "stage_rows_caption"]
