@@ -49,13 +49,23 @@ def gpu(name: str) -> Device:
     if key not in GPUS:
         slug, why = read_whole(str(name))  # file names: _ for spaces, as find_gpu reads
         if why:
-            raise InputError(f"unknown GPU {name!r}: {why}; the catalog has {', '.join(GPUS)}", field="gpu")
+            raise InputError(f"unknown GPU {name!r}{_nearest(str(name))}: {why}; the catalog has {', '.join(GPUS)}",
+                             field="gpu")
         key = BOARD_OF_CHIP.get(slug or "", key)
         if key in GPUS:  # read by pattern: of its board's memory
             _check_stated_memory(str(name), GPUS[key])
     if key not in GPUS:
-        raise InputError(f"unknown GPU {name!r}; the catalog has {', '.join(GPUS)}", field="gpu")
+        raise InputError(f"unknown GPU {name!r}{_nearest(str(name))}; the catalog has {', '.join(GPUS)}", field="gpu")
     return GPUS[key]
+
+
+def _nearest(name: str) -> str:
+    """`` (did you mean 'X'?)`` for the catalog or short name nearest ``name``, only a near miss (``v10``:
+    ``v100``; ``v100-pcie-32``: ``v100-pcie-32gb``), never a different GPU of a like name (``b200`` is no ``h200``):
+    a typo's error names the fix, where the catalog's list alone left it to be found."""
+    from archsim.validate import did_you_mean
+
+    return did_you_mean(name, (*GPUS, *SHORT_NAMES), cutoff=0.8)
 
 
 def _check_stated_memory(name: str, board: Device) -> None:
