@@ -23,9 +23,14 @@ from archsim.plan_result import PlanRun
 def stage_rows_caption(rows: list[dict]) -> str:
     """What a plan's Gantt rows stand for, from its table's rows: each stage row sN runs on all its GPUs at once
     (a micro-batch split over its replicas), chN is the channel from sN to sN+1, arN sN's all-reduce."""
-    stages = "; ".join(f"s{r['stage']}: {r['first_layer']}–{r['last_layer']} on {r['devices']}" for r in rows)
+    stages = "; ".join(f"s{r['stage']}: {_span(r['first_layer'], r['last_layer'])} on {r['devices']}" for r in rows)
     return (f"Rows: {stages}. A stage row's bars are its replicas' work together (each micro-batch split over "
             "them); chN is the channel from sN to sN+1 (cf forward, cb backward); arN is sN's all-reduce.")
+
+
+def _span(first: str, last: str) -> str:
+    """A stage's layers, ``first–last``, or one layer named once (as :func:`plan_stages` writes a baseline's)."""
+    return first if first == last else f"{first}–{last}"
 
 
 def plan_stages(partition) -> str:
@@ -38,7 +43,7 @@ def plan_stages(partition) -> str:
     for n, stage in enumerate(partition.stages):
         devices = partition.devices[n] if partition.devices else ()
         layers = stage.layers
-        span = (layers[0] if len(layers) == 1 else f"{layers[0]}–{layers[-1]}") if layers else ""
+        span = _span(layers[0], layers[-1]) if layers else ""
         borrowed = " ".join(f"{op.kind}:{op.layer}" for op in stage.ops if op.borrowed)
         what = ", ".join(x for x in (span, f"borrows {borrowed}" if borrowed else "") if x)
         parts.append(f"s{n + 1}: {what} on {' '.join(f'g{d}' for d in devices)}")

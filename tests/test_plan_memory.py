@@ -55,3 +55,4 @@ def test_a_plan_that_fits_is_not_warned(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         archsim.plan(graph, cluster=cluster, microbatches=4)
+
