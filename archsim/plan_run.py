@@ -19,6 +19,7 @@ from archsim.plan_profile import layer_profile
 from archsim.plan_result import PlanRun
 from archsim.progress import Phases
 from archsim.rows import python_scalar
+from archsim.units import GIB
 
 if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
@@ -44,7 +45,7 @@ def run_plan(args: Any, *, loader: Callable[[Any], Network], array_of: Callable[
     else:
         from archsim.plan_spp import run_spp
 
-        memory = ((device_memory, f"the {priced_on['priced_on']}", 2.0**30, "GiB") if device_memory is not None
+        memory = ((device_memory, f"the {priced_on['priced_on']}", GIB, "GiB") if device_memory is not None
                   else None if topology.gpu_memory_bytes is None
                   else (topology.gpu_memory_bytes, "the cluster file's gpu_memory_gb", 1e9, "GB"))
         done = run_spp(args, topology, profile, priced_on, speak, memory)
