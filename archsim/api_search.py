@@ -178,7 +178,7 @@ def search(model: Model, *, cluster: Cluster, global_batch: Count, gpus: Counts 
         config_dtype_note(config, on.dtype, "search", model=model)  # as train's
     for note in (*on.warnings, seq_note(model, config, seq), cp_not_searched_note(config, cp is not None, attention),
                  unread_note(model), dtype_note, result.orders_note, rows_headroom_note(result.rows, on), rows_tp_span_note(result.rows),
-                 *cluster_notes(on, "search")):
+                 *cluster_notes(on, "search", attention=attention)):
         if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default,
             # what the cluster file states that search does not read
             library_note(note, stacklevel=3)

@@ -89,3 +89,27 @@ def test_the_cli_refuses_the_static_power_above_board_power_in_one_line(tmp_path
                  "--dp", "4", "--global-batch", "4"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "tpu.toml" in line and "static_watts" in line and "192 W" in line
+
+
+# 4 arrays of 128 × 128 at 1 GHz: a 16-bit peak of 2 · 4 · 128² · 1e9 = 131.072 TFLOP/s, fp8 at 2 MACs per PE twice it
+FP8_CHIP = device_toml(name="Fp8ish", arrays=4, rows=128, cols=128, clock_mhz=1000, sram_kib=4096, hbm_gib=32,
+                       hbm_gbps=1200, intra_gbps=300).replace("clock_mhz = 1000", "clock_mhz = 1000\nmacs_per_pe = { fp8 = 2 }")
+
+
+def _fp8_spec(tmp_path: Path, gbps: float, fp8: bool):
+    from archsim.sweep.device_points import implausible_points
+    from archsim.sweep.spec import load_spec
+
+    write_file(tmp_path, "chip.toml", FP8_CHIP)
+    spec = write_file(tmp_path, "s.toml", '[sweep]\nmodel = "gpt2"\ndevice = "chip.toml"\nchips = [1]\n'
+                      f'global_batch = 8\ndtype = "bf16"\nhbm_gbps = [{gbps:g}]\n' + ('fp8 = "hybrid"\n' if fp8 else ""))
+    return [line for line in implausible_points(load_spec(spec)) if "hbm_gbps" in line]
+
+
+def test_a_sweep_judges_its_hbm_by_the_peak_of_the_dtype_it_runs(tmp_path):
+    """3,200 GB/s is 3200e9 / 131.072e12 = 0.0244 bytes per FLOP of the 16-bit peak (warned in bf16) but 0.0122 of
+    the fp8 peak an fp8 sweep runs at, a well-fed chip's (not warned); 6,400 is 0.0244 of the fp8 peak, warned by it."""
+    assert "0.0244 bytes per FLOP of its 131.1 TFLOP/s 16-bit peak" in _fp8_spec(tmp_path, 3200, False)[0]
+    assert _fp8_spec(tmp_path, 3200, True) == []
+    (line,) = _fp8_spec(tmp_path, 6400, True)
+    assert "0.0244 bytes per FLOP of its 262.1 TFLOP/s fp8 peak" in line and line.endswith("write hbm_gbps = 800")

@@ -102,7 +102,7 @@ def test_a_peak_at_twice_the_rate_without_the_key_is_told_the_key(tmp_path):
     ("macs_per_pe = { fp8 = 128 }\n", "compute.macs_per_pe.fp8", "a whole number 1 … 64"),
     ("macs_per_pe = { fp8 = 0.3 }\n", "compute.macs_per_pe.fp8", "a unit fraction"),
     ('macs_per_pe = { fp8 = "2" }\n', "compute.macs_per_pe.fp8", "a whole number"),
-    ("macs_per_pe = { int4 = 2 }\n", "compute.macs_per_pe", "unknown dtype 'int4'; expected fp32, fp16, bf16, fp8"),
+    ("macs_per_pe = { int4 = 2 }\n", "compute.macs_per_pe", "unknown dtype 'int4'; expected int8, fp32, fp16, bf16, fp8"),
     ("macs_per_pe = 2\n", "compute.macs_per_pe", "expected a table of dtype = MACs per PE per cycle"),
     ("lanes = 64\nmacs_per_pe = { fp32 = 0.25 }\n", "compute.macs_per_pe.fp32", "fp32 GEMMs run on the lanes"),
 ])
@@ -169,6 +169,28 @@ def test_gemm_on_a_file_runs_the_dtype_s_rate_as_train_times_it(tmp_path, capsys
     assert train == pytest.approx(hand, rel=1e-12)
     assert got["ifmap_sram_reads"] == 20 * 32  # the real GEMM's words: (m · k) read once (one column fold)
     assert "macs_per_pe" not in capsys.readouterr().err  # no note that the rate goes unread
+
+
+@pytest.mark.parametrize(("dtype", "rate"), [("int8", 4), ("fp16", 1)])
+@pytest.mark.parametrize("suffix", [".toml", ".cfg"])
+def test_an_int8_rate_runs_where_int8_runs(tmp_path, capsys, dtype, rate, suffix):
+    """int8 is a --dtype of the array commands, so macs_per_pe takes it (until 2026-12-06 refused as an unknown
+    dtype): (20, 32, 8) at int8 = 4 packs k to 8, one fold of 8 + 8 + 8 + 20 − 2 = 42 cycles (− 1); fp16 on the same
+    file keeps one MAC, 4 row folds. A .cfg states it as its [macs_per_pe] section, the same count."""
+    if suffix == ".toml":
+        config = _one_array_file(tmp_path, "macs_per_pe = { int8 = 4 }\n")
+    else:
+        config = str(tmp_path / "one.cfg")
+        (tmp_path / "one.cfg").write_text(
+            "[general]\nrun_name = one\n[architecture_presets]\nArrayHeight: 8\nArrayWidth: 8\nIfmapSramSzkB: 64\n"
+            "FilterSramSzkB: 64\nOfmapSramSzkB: 64\nIfmapOffset: 0\nFilterOffset: 10000000\nOfmapOffset: 20000000\n"
+            "Dataflow : ws\n[archsim]\nClockGHz = 1.0\n[device]\nname = one\narrays = 1\n[memory]\nhbm_gib = 1\n"
+            "hbm_gbps = 1000\n[links]\nintra_gbps = 100\n[macs_per_pe]\nint8 = 4\n")
+    assert dict(load_device(config).macs_per_pe) == {"int8": 4.0}
+    got = cli_json(["gemm", "--m", "20", "--k", "32", "--n", "8", "--config", config, "--dtype", dtype,
+                    "--format", "json"], capsys)["rows"][0]
+    assert got["cycles"] == _ws_hand_cycles(20, 32, 8, rate) == (41 if rate == 4 else 4 * 42 - 1)
+    assert got["ifmap_sram_reads"] == 20 * 32  # the real GEMM's words, at any rate
 
 
 def test_readers_that_still_price_one_mac_say_so(tmp_path):

@@ -79,6 +79,7 @@ def test_a_file_without_it_keeps_its_figures(capsys, tmp_path):
     args = ("--tp", "2", "--pp", "2", "--global-batch", "8", "--dtype", "bf16")
     bare = _meta(capsys, tmp_path, WITHOUT, *args)
     stated = _meta(capsys, tmp_path, WITHOUT + "[vector]\ncores = 8\nlanes = 128\n", *args)
+    assert bare.pop("assumed_vector_lanes") == 8 * 128  # the assumption recorded, only where the file states none
     assert bare == stated
     assert _meta(capsys, tmp_path, SHIPPED, *args)["iteration_seconds"] < bare["iteration_seconds"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archsim.choices.devices import DTYPES, FP8
+from archsim.choices.devices import DTYPES, FP8, SCALESIM_DTYPE
 from archsim.errors import InputError
 from archsim.validate import shown
 from archsim.value_parsers import parse_float
@@ -23,7 +23,9 @@ if TYPE_CHECKING:  # numpy only where a GEMM is packed: a device file's checks r
     import numpy as np
     import numpy.typing as npt
 
-MAC_DTYPES = (*DTYPES, FP8)  # the dtypes archsim's GEMMs run in on a device's arrays: what macs_per_pe may name
+# the dtypes archsim's GEMMs run in on a device's arrays: what macs_per_pe may name, every --dtype of the array
+# commands (int8 since 2026-12-06: until then refused, though cost --dtype int8 ran it at one MAC per PE per cycle)
+MAC_DTYPES = (SCALESIM_DTYPE, *DTYPES, FP8)
 MAX_MAC_RATE = 64  # MACs per PE per cycle: above any array's packing (int4 on a 16-bit PE is 4); 1/64 the least
 _EXACT = 1e-9  # a unit fraction as TOML writes it (0.25) read as 1 / 4
 

@@ -44,7 +44,7 @@ def array_from_flags(array: str | None = None, config: str | Path | None = None,
 def cfg_mac_rate(config: str | Path, dtype: str | None) -> float:
     """MACs per PE per cycle of a ``dtype`` GEMM on a ``.cfg``'s array: its ``[macs_per_pe]`` figure
     (:func:`archsim.array.mac_rates.cfg_rates`, checked as :func:`read_scalesim_cfg` checked it), 1 where the file
-    states none for ``dtype`` or ``dtype`` is None (SCALE-Sim's int8 word: no rate names it). fp8 on a ``.cfg``
+    states none for ``dtype`` or ``dtype`` is None (SCALE-Sim's 1-byte word; ``--dtype int8`` reads int8's rate). fp8 on a ``.cfg``
     device file stating no fp8 rate is refused in one line, as ``train --fp8`` refuses the file (a plain SCALE-Sim
     ``.cfg`` runs it at 1)."""
     from archsim.array.mac_rates import MAC_DTYPES

@@ -158,14 +158,15 @@ def width_meta(args: argparse.Namespace, array: ArrayConfig) -> dict[str, object
     return {"dtype": dtype_meta(args.dtype, array), "element_bytes": array.element_bytes}
 
 
-def note_unread_cluster_keys(cluster: GpuCluster, command: str, par=None, points: Sequence[dict] = ()) -> None:
+def note_unread_cluster_keys(cluster: GpuCluster, command: str, par=None, points: Sequence[dict] = (),
+                             attention: str | None = None) -> None:
     """Say on stderr, once each, what the cluster file and its device files state that is implausible (a warning:
     a NIC speed, HBM or SRAM figure whose unit slipped) and what ``command`` (train or search) does not read
     (:func:`archsim.training.cluster_file.cluster_notes`; ``par``: one iteration's layout, ``points``: a
-    ``train --sweep``'s rows, noted when they leave GPUs idle)."""
+    ``train --sweep``'s rows, noted when they leave GPUs idle; ``attention``: search's)."""
     from archsim.training.cluster_file import cluster_notes
 
-    print_cluster_lines(cluster.warnings, cluster_notes(cluster, command, par, points))
+    print_cluster_lines(cluster.warnings, cluster_notes(cluster, command, par, points, attention))
 
 
 def print_cluster_lines(warnings: Sequence[str], notes: Sequence[str]) -> None:

@@ -231,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
     dtype_note = "" if args.dtype is not None else config_dtype_note(config, TRAIN_DTYPE, "search", model=args.model)
     if dtype_note:  # as train's: the checkpoint's precision is not the one priced
         note(dtype_note)
-    note_unread_cluster_keys(cluster, "search")  # the search done: notes never precede an error line
+    note_unread_cluster_keys(cluster, "search", attention=args.attention)  # the search done: notes never precede an error line
     if result.orders_note:  # each kind's servers in the file's order: leaves told apart pass a cap
         note(result.orders_note)
     if why is not None:

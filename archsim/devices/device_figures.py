@@ -30,18 +30,23 @@ MAX_PLAUSIBLE_STATIC_WATTS = 2000.0
 MAX_PLAUSIBLE_LINK_PJ_PER_BIT = 100.0
 
 
-def hbm_per_flop_line(device: Device) -> str | None:
+def hbm_per_flop_line(device: Device, dtype: str | None = None) -> str | None:
     """The warning for an HBM bandwidth that feeds the device's 16-bit peak (fp16 or bf16, the larger) at more
     bytes per FLOP than any matrix chip, where an eighth of it would not, at :data:`MIN_GBIT_SLIP_GBPS` or more: a
-    Gbit/s figure written as GB/s (inside the GB/s bounds for most chips, above them for the fastest). None where
-    it is not that, or the device states no 16-bit peak."""
-    peak = max((flops for dtype, flops in device.peaks if dtype in ("fp16", "bf16")), default=0.0)
+    Gbit/s figure written as GB/s (inside the GB/s bounds for most chips, above them for the fastest). ``dtype``:
+    the one the run's GEMMs run in (train's --fp8: fp8), whose peak the bandwidth feeds where it is the faster (fp8
+    at 2 MACs per PE doubles it; a slower fp32 peak is not judged). None where it is not that, or the device states
+    no 16-bit peak."""
+    peaks = dict(device.peaks)
+    peak, name = max((peaks.get("fp16", 0.0), "16-bit"), (peaks.get("bf16", 0.0), "16-bit"))
+    if dtype is not None and peak and peaks.get(dtype, 0.0) > peak:
+        peak, name = peaks[dtype], dtype
     per_flop = device.hbm_bytes_per_s / peak if peak else 0.0
     gbps = device.hbm_bytes_per_s / 1e9
     if gbps < MIN_GBIT_SLIP_GBPS or not MAX_PLAUSIBLE_BYTES_PER_FLOP < per_flop <= 8 * MAX_PLAUSIBLE_BYTES_PER_FLOP:
         return None
     return (f"{device.name}: [memory] hbm_gbps = {gbps:g} GB/s is {per_flop:.3g} bytes per FLOP of its "
-            f"{peak / 1e12:.4g} TFLOP/s 16-bit peak, above any matrix chip's (≤ {MAX_PLAUSIBLE_BYTES_PER_FLOP:g}; a "
+            f"{peak / 1e12:.4g} TFLOP/s {name} peak, above any matrix chip's (≤ {MAX_PLAUSIBLE_BYTES_PER_FLOP:g}; a "
             f"V100's 0.0072): if it is in Gbit/s, write hbm_gbps = {gbps / 8:g}")
 
 

@@ -259,7 +259,7 @@ def _bandwidth_hint(exc: InputError, text: str, clock: float | None) -> InputErr
 SRAM_FILE_KEYS = "[memory] sram_kib_per_array; a .cfg's three SramSzkB together"
 
 
-def implausible_figures(device: Device) -> tuple[str, ...]:
+def implausible_figures(device: Device, dtype: str | None = None) -> tuple[str, ...]:
     """Warnings, one line each, for a device file's figures outside what chips have (a unit slipped): HBM
     bandwidth (GB/s; per FLOP of its peak, :mod:`archsim.devices.device_figures`, as is static power) and capacity (GiB), the in-server link (GB/s per direction, and a link's share of it where the
     file states several), and on an array device the SRAM beside each array (KiB) when one of the
@@ -267,8 +267,8 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
     figure, or each of three stated sizes) cannot hold one fold's rows × cols words at the device's 2 bytes, or
     when it looks like bytes (:func:`~archsim.array.sram_sizes.sram_in_bytes`). Not refusals: the
     figures are possible, only implausible, and a slip otherwise goes unseen (a 256 × 256 array's 32 MiB written as 32 KiB prices cheaper joules, no word said).
-    Empty for every catalog GPU."""
-    per_flop = hbm_per_flop_line(device)  # a Gbit/s figure, said in place of the bounds' line (its MB/s)
+    Empty for every catalog GPU. ``dtype``: the run's GEMMs', whose peak the HBM is judged by where faster."""
+    per_flop = hbm_per_flop_line(device, dtype)  # a Gbit/s figure, said in place of the bounds' line (its MB/s)
     lines = [line for section, key, gbps, bounds, what in (
         ("memory", "hbm_gbps", device.hbm_bytes_per_s / 1e9, HBM_GBPS_PLAUSIBLE, "memory"),
         ("links", "intra_gbps", device.fabric_bytes_per_s / 1e9, INTRA_GBPS_PLAUSIBLE, "in-server link"))
@@ -370,9 +370,9 @@ def _pe_lines(device: Device, shape_named: bool) -> tuple[str, ...]:
 
 
 # the keys a device file may state that its kind of device (gemm) is not priced by, and why
-def devices_implausible_figures(devices: Iterable[Device]) -> tuple[str, ...]:
-    """:func:`implausible_figures` of several devices (a cluster's servers'), each line once."""
-    return tuple(dict.fromkeys(line for device in devices for line in implausible_figures(device)))
+def devices_implausible_figures(devices: Iterable[Device], dtype: str | None = None) -> tuple[str, ...]:
+    """:func:`implausible_figures` of several devices (a cluster's servers', a sweep's points), each line once."""
+    return tuple(dict.fromkeys(line for device in devices for line in implausible_figures(device, dtype)))
 
 
 def load_device(path: str | Path) -> Device:

@@ -117,6 +117,29 @@ def nonmatmul_rates(device: Device) -> tuple[float, float]:
     return rate, rate
 
 
+def assumed_lanes(device: Device) -> int | None:
+    """The lanes :func:`nonmatmul_rates` assumes for ``device``'s non-matmul work where its file states none (no
+    ``[vector]``, no ``[compute] lanes``): one per array row, arrays × rows, one result a lane and clock. None where
+    the file states the unit or the lanes, and for a catalog GPU (its SM's own lanes, :func:`chip_kernel_figures`)."""
+    if device.catalog is not None or device.vector is not None or device.lanes is not None:
+        return None
+    return device.arrays.count * device.arrays.rows
+
+
+def assumed_lanes_note(device: Device) -> str | None:
+    """The note that ``device``'s FlashAttention exponentials and FP32 row work run on :func:`assumed_lanes`, naming
+    the count and the key that states the unit: a silent figure that moves a fused kernel's time (a 4 × 128 × 128
+    chip's 512 lanes at 1 GHz against a 4,096-lane unit: GPT-2's fused forward 0.160 against 0.051 ms). None
+    otherwise."""
+    lanes = assumed_lanes(device)
+    if lanes is None:
+        return None
+    arrays = device.arrays
+    return (f"{device.name} states no [vector] unit: FlashAttention's exponentials and FP32 row work run on an "
+            f"assumed {lanes:,} lanes, one per array row ({arrays.count} arrays × {arrays.rows} rows, one result a "
+            "lane and clock); state the chip's vector unit as [vector] lanes (docs/formats.md, Device files)")
+
+
 def int_rate(device: Device) -> float:
     """32-bit integer results per second of ``device``: its vector unit's; else its FP32 operation rate
     (:func:`nonmatmul_rates`)."""
@@ -148,6 +171,6 @@ def smem_seconds(smem_bytes: float, device: Device) -> float:
     return smem_bytes / (device.smem_bytes_per_clock * device.sms * device.clock_hz)
 
 
-__all__ = ["SMEM_BYTES_PER_CLOCK", "chip_kernel_figures", "fused_matmul_fraction", "int_per_sm", "int_rate", "mma_sync_fraction",
+__all__ = ["SMEM_BYTES_PER_CLOCK", "assumed_lanes", "assumed_lanes_note", "chip_kernel_figures", "fused_matmul_fraction", "int_per_sm", "int_rate", "mma_sync_fraction",
            "mufu_per_sm", "nonmatmul_rates",
            "nonmatmul_seconds", "smem_seconds"]

@@ -79,13 +79,15 @@ def with_fields(device: Device, arrays: tuple[int, int, int] | None, hbm_gbps: f
 def implausible_points(spec: DeviceSweepSpec) -> tuple[str, ...]:
     """The device figures of ``spec``'s points that no chip has (a unit slipped: an ``hbm_gbps`` axis value in
     TB/s, the file's SRAM in MiB written as KiB), each line once: what ``archsim train`` warns of on the
-    device file written with a point's fields (:func:`archsim.devices.device_file.implausible_figures`)."""
+    device file written with a point's fields (:func:`archsim.devices.device_file.implausible_figures`), its HBM
+    judged by the peak of the dtype the sweep's GEMMs run in (``fp8`` set: fp8's, where faster than the 16-bit)."""
+    from archsim.choices.devices import FP8
     from archsim.devices.device_file import SRAM_FILE_KEYS, devices_implausible_figures, load_device
 
     device = load_device(spec.setup.device_path)
     lines = devices_implausible_figures(dict.fromkeys(
         with_fields(device, point.arrays, point.hbm_gbps, point.sram_kib_per_array, point.clock_ghz)
-        for point in spec.units()))
+        for point in spec.units()), FP8 if spec.setup.fp8 else spec.setup.dtype)
     for gbps in dict.fromkeys(g for g in spec.hbm_gbps if g is not None):  # a figure the spec gave, not the file
         said = f"[memory] hbm_gbps = {gbps:g} GB/s "
         lines = tuple(line.replace(said, f"{said[:-1]} (the spec's hbm_gbps axis) ") for line in lines)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from archsim.choices.devices import DEVICE_SUFFIXES, DTYPES
 from archsim.devices.device import Device, catalog_device
+from archsim.devices.nonmatmul import assumed_lanes_note
 from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s
 from archsim.network import ServerNetwork, network_warnings_and_notes, nic_speed_warning, read_network
@@ -34,7 +35,6 @@ MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may over
 # a training cluster's GPUs: Llama 3 405B's 16,384 H100s (Dubey et al. 2024, Table 4). Train and search price no GPU
 # pair; plan's GPUs × GPUs matrix (GpuCluster.topology) is drawn only when asked for, 2 GiB an array at this size
 MAX_GPUS = 16384
-
 
 
 def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Device]) -> Device:
@@ -304,24 +304,24 @@ def cluster_file_warnings_and_notes(spec: dict, tables: Sequence[Device | None],
 
 
 def cluster_notes(cluster: GpuCluster, job: str, par: Parallelism | None = None,
-                  points: Sequence[dict] = ()) -> tuple[str, ...]:
+                  points: Sequence[dict] = (), attention: str | None = None) -> tuple[str, ...]:
     """What ``job`` (``"train"`` or ``"search"``) does not read of what the cluster file and its device files
     state, or reads otherwise than written, one line each (docs/formats.md, "Cluster (TOML)": the read-by column):
     the ``note:`` lines ``archsim train`` and ``search`` print on stderr, and the notes ``archsim.train``,
     ``train_runs`` and ``search`` warn as a :class:`UserWarning` each. Said, not refused: the run is priced.
     ``par``: one iteration's layout (train's, not a runs file's rows: those set their layouts on purpose),
     noted when it leaves some of the cluster's GPUs idle (:func:`idle_gpus_note`); ``points``: a ``train --sweep``'s
-    rows, likewise (:func:`idle_points_notes`)."""
+    rows, likewise (:func:`idle_points_notes`); ``attention``: search's, for :func:`assumed_lanes_note`'s fused kernel."""
     notes = [idle_gpus_note(cluster, par)] if par is not None and par.gpus < cluster.gpus else []
-    notes += idle_points_notes(cluster, points)
-    notes += cluster.unread
-    notes += mixed_domain_notes(cluster)
+    notes += [*idle_points_notes(cluster, points), *cluster.unread, *mixed_domain_notes(cluster)]
     if job == "train" and any(price is not None for price in cluster.prices):
         notes.append("price_per_gpu_hour is not read by train: it prices archsim search's cost objective")
     if any(w is not None and cluster.gpu_at(start).gemm == "arrays" for w, start in zip(cluster.watts, cluster.starts)):
         notes.append(f"gpu_watts is not read by {job} on an array device (gemm = \"arrays\"): its energy_j is "
                      "the energy model's on the ops' accesses, not board power × time (docs/training.md, Accelerators)")
-    return (*notes, *fp32_on_arrays_notes(cluster))
+    flash = "flash" in {attention, getattr(par, "attention", None), *(point.get("attention") for point in points)}
+    lanes = (line for d in dict.fromkeys(cluster.servers or (cluster.gpu,)) if flash and (line := assumed_lanes_note(d)))
+    return (*notes, *fp32_on_arrays_notes(cluster), *lanes)
 
 
 def mixed_domain_notes(cluster: GpuCluster) -> list[str]:

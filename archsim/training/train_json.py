@@ -81,7 +81,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "host_seconds_per_op": machines[result.finishing_rank].efficiency.host_s,
             "energy_j": result.energy_j, **static_split(result),
             **({"energy_breakdown_j": dict(result.energy_breakdown_j)} if result.energy_breakdown_j else {}),
-            "energy_source": result.energy_source,
+            "energy_source": result.energy_source, **lanes_meta(par, machines),
             "peak_tflops_per_gpu": peak / 1e12, **rates, "peak_memory_gib": result.peak_memory_gib,
             "memory_capacity_gib": result.memory_capacity_gib, "fits_memory": all(result.fits),
             "breakdown_seconds": dict(result.breakdown),
@@ -105,6 +105,16 @@ def fp8_meta(par, machines, mfu: float) -> dict:
     fp8_peak = sum(m.gpu.peak("fp8") for m in machines) / len(machines)
     return {"fp8": par.fp8, **({"fp8_param_gather": True} if par.fp8_param_gather else {}),
             "mfu_peak": machines[0].dtype, "mfu_at_fp8_peak": mfu * mean_peak(machines) / fp8_peak}
+
+
+def lanes_meta(par, machines) -> dict:
+    """``assumed_vector_lanes``: the lanes a fused attention kernel's exponentials and FP32 row work ran on where the
+    device file states none (:func:`archsim.devices.nonmatmul.assumed_lanes`; the fewest over a mixed cluster's
+    devices); nothing under standard attention or where every device states its unit (the meta then as before)."""
+    from archsim.devices.nonmatmul import assumed_lanes
+
+    lanes = [n for m in machines if (n := assumed_lanes(m.gpu)) is not None] if par.attention == "flash" else []
+    return {"assumed_vector_lanes": min(lanes)} if lanes else {}
 
 
 def rows_gpu(result, machines) -> dict:
