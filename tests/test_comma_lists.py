@@ -14,7 +14,7 @@ from test_robustness import clean_error, json_rows
 
 from archsim.api import array_config, load_network
 from archsim.errors import InputError
-from archsim.lowering import split_axes
+from archsim.split_axis import split_axes
 from archsim.workload.torch_file import parse_input_shape
 
 # three layers of three kinds; --only conv,fc keeps c1 and f1 (written by hand from the rows below)
