@@ -24,6 +24,7 @@ from archsim.api_inputs import (
     array_config,
     build_array,
     cfg_as_config,
+    job_array,
     load_network,
     unread_keys_notes,
     warn_file_batch,
@@ -85,21 +86,17 @@ def cost(network: str | Path | Network, *, array: str | int | Path | ArrayConfig
     (``pe_array_mm2``, ``sram_mm2``, ``area_mm2``) with or without ``energy``; the network keywords as
     :func:`load_network`."""
     from archsim.array.costing import cost_frame
-    from archsim.array.options import check_bandwidth_engine
     from archsim.console import library_note
     from archsim.cost_json import CostResult, cost_document
-    from archsim.device_toml import device_toml_dtype
     from archsim.lowering import check_mode
     from archsim.seconds import add_seconds
 
     check_choice(engine, ENGINES, "engine")
     check_switch(energy, "energy")  # a switch: energy="no" from a user's file is true
     batch = positive_int(batch, "batch")
-    array, config = cfg_as_config(array, config)  # a .cfg's (or TOML's) [energy] table prices as --config's does
-    dtype = device_toml_dtype(config, dtype, element_bytes)  # a device TOML's default: train's, as the command's
-    chosen, notes = array_and_notes(array, config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
-                                    bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, engine=engine)
-    check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
+    # a .cfg's (or TOML's) [energy] table prices as --config's does
+    chosen, config, dtype, notes = job_array(array, config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+                                             bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, engine=engine)
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
     warn_file_batch(layers, batch)

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from archsim.api_inputs import (
-    array_and_notes,
     cfg_as_config,
+    job_array,
     load_network,
     unread_keys_notes,
     warn_file_batch,
@@ -162,9 +162,7 @@ def iteration_energy(network: str | Path | Network, *, array: str | int | Path |
     :func:`load_network`. Returns a :class:`~archsim.table_result.TableResult`: the rows the command prints (pJ,
     TOTAL last), ``.meta`` (area in mm² among it) and ``to_dict()``, its ``--format json`` document. The notes and
     warnings the command prints on stderr warn (UserWarning)."""
-    from archsim.array.options import check_bandwidth_engine
     from archsim.choices.devices import ENGINES
-    from archsim.device_toml import device_toml_dtype
     from archsim.energy_run import energy_document
     from archsim.lowering import check_mode
 
@@ -173,11 +171,8 @@ def iteration_energy(network: str | Path | Network, *, array: str | int | Path |
     microbatches = positive_int(microbatches, "microbatches")
     if energy_table is not None:
         check_path(energy_table, "energy-table", "an energy table's name or TOML path")
-    array, config = cfg_as_config(array, config)  # checked first (one line); a .cfg or TOML given as array is config
-    dtype = device_toml_dtype(config, dtype, element_bytes)  # a device TOML's default: train's, as the command's
-    chosen, notes = array_and_notes(array, config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
-                                    bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, engine=engine)
-    check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
+    chosen, config, dtype, notes = job_array(array, config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+                                             bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, engine=engine)
     layers = load_network(network, only=only, shapes=shapes, unsupported=unsupported, input_shape=input_shape,
                           dim=dim)
     warn_file_batch(layers, batch)

@@ -265,6 +265,24 @@ def array_and_notes(array: str | int | Path | ArrayConfig | None, config: str | 
     return chosen, [*([slip] if slip else []), *(text for _, text in said)]
 
 
+def job_array(array: str | int | Path | ArrayConfig | None, config: str | Path | None, *, dataflow: str | None,
+              dtype: str | None, element_bytes: Count | None, bandwidth: Count | None, sram_kb: Counts | None,
+              clock_ghz: Number | None, engine: str) -> tuple[ArrayConfig, str | Path | None, str | None, list[str]]:
+    """(array, config, dtype, notes): the array ``cost`` and ``iteration_energy`` cost on, read as their commands read
+    the flags and in their order: a .cfg or device TOML given as ``array`` is ``config`` (checked first, one line); a
+    device TOML's dtype is the default (train's); the array and its notes (:func:`array_and_notes`, said by the caller);
+    then ``bandwidth`` without the cycle engine refused, after the value's own check as argparse's comes first."""
+    from archsim.array.options import check_bandwidth_engine
+    from archsim.device_toml import device_toml_dtype
+
+    array, config = cfg_as_config(array, config)
+    dtype = device_toml_dtype(config, dtype, element_bytes)
+    chosen, notes = array_and_notes(array, config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+                                    bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, engine=engine)
+    check_bandwidth_engine(bandwidth, engine)
+    return chosen, config, dtype, notes
+
+
 def warn_file_batch(network: Network, batch: int) -> None:
     """Warn, as the commands note on stderr, when ``network``'s file fixes a batch other than ``batch``, the one
     costed (:func:`archsim.workload.shipped.file_batch_note`)."""
@@ -295,6 +313,7 @@ __all__ = [
     "check_config",
     "config_notes",
     "is_config_path",
+    "job_array",
     "load_network",
     "unread_keys_notes",
     "warn_file_batch",

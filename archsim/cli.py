@@ -22,7 +22,7 @@ from typing import NoReturn, TextIO, cast
 from archsim import __version__
 from archsim.commands import Command
 from archsim.console import PROGRAM, after_the_run, say, speaking_as
-from archsim.errors import InputError, Terminated
+from archsim.errors import InputError, Terminated, one_line
 from archsim.output_files import output_set, sigterm_as_interrupt
 from archsim.output_inputs import outputs_apart_from_inputs
 from archsim.output_targets import distinct_targets, suffix_mismatches
@@ -207,10 +207,29 @@ def _repeat_hint(parser: argparse.ArgumentParser, words: list[str]) -> str:
     return "" if word is None or flag is None else f" (each entry takes its own {flag}: {flag} {word})"
 
 
+def as_argument(parser: argparse.ArgumentParser, exc: InputError) -> str:
+    """An input error's line as the command states it: where its field is one of ``parser``'s arguments (and no
+    file's key), named as argparse names one (``argument --split-axes: …``, ``argument --flush/--no-flush: …``,
+    ``argument NETWORK: …``), so every refusal of a flag reads alike, whether argparse or the run made it; the
+    library names the keyword instead (``field 'split_axes': …``, :func:`archsim.console.field_name`)."""
+    where = exc.where
+    if where.field is None or where.file is not None or where.line is not None:
+        return str(exc)
+    field = where.field
+    action = parser._option_string_actions.get(f"--{field.replace('_', '-')}")
+    if action is None:
+        action = next((a for a in parser._actions if not a.option_strings and field in (a.metavar, a.dest)), None)
+    if action is None:
+        return str(exc)
+    name = "/".join(action.option_strings) or str(action.metavar or action.dest)
+    return one_line(f"argument {name}: {exc.message}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     gc.set_threshold(100_000, 50, 100)  # a short-lived process building 10⁶-op problems: collect rarely
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = PROGRAM  # no command chosen (yet): a top-level error
+    chosen: argparse.ArgumentParser | None = None
     try:
         parser = build_parser(argv)
         chosen = _chosen(parser, argv)
@@ -232,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return status
     except InputError as exc:  # a usage error (UsageError) too, even one the top parser reports for a command
         with speaking_as(prog):
-            say("error", str(exc))
+            say("error", str(exc) if chosen is None or isinstance(exc, UsageError) else as_argument(chosen, exc))
         return 2
     except BrokenPipeError:  # stderr's reader left while an error or a note was printed
         return 0

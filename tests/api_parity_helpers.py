@@ -35,9 +35,10 @@ def same_numbers(api: pd.DataFrame, printed: pd.DataFrame) -> None:
 
 
 def as_flag(refused: InputError) -> str:
-    """The API's line with its field label spelled as the command spells it (``sram_kb`` → ``sram-kb``)."""
+    """The API's line with its field label spelled as the command spells it (``field 'sram_kb'`` → ``argument
+    --sram-kb``, as argparse names a flag)."""
     field = refused.where.field or ""
-    return str(refused).replace(f"field '{field.replace('-', '_')}'", f"field '{field}'", 1)
+    return str(refused).replace(f"field '{field.replace('-', '_')}'", f"argument --{field}", 1)
 
 
 def cli_error(argv: list[str], capsys) -> str:

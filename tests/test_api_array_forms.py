@@ -147,7 +147,8 @@ def test_a_device_toml_where_a_job_prices_one_array_is_the_commands_one_line(job
     """plan prices one array per GPU and bppsa rnn one array kind: a whole chip's TOML is refused there in every form,
     in one line, the command's (``config`` for ``--config``; the array it holds as keywords, not flags), naming what
     to give instead."""
-    line = _refusal([*argv, "--config", TOML], capsys).replace("--config", "config").split("; its array as flags")[0]
+    line = _refusal([*argv, "--config", TOML], capsys).replace("argument --config", "field 'config'").replace(
+        "--config", "config").split("; its array as flags")[0]
     for keywords in FILES[TOML][0]:
         with pytest.raises(InputError) as refused:
             job(**keywords)

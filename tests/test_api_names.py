@@ -61,8 +61,8 @@ def test_the_cli_names_the_same_field(capsys):
     printed = capsys.readouterr().err.strip()
     with pytest.raises(archsim.InputError) as refused:
         archsim.train(MODEL, cluster=CLUSTER, dp=3, global_batch=16)
-    assert "field 'global-batch'" in printed and "field 'global_batch'" in str(refused.value)
-    assert printed.endswith(str(refused.value).replace("field 'global_batch'", "field 'global-batch'"))
+    assert "argument --global-batch" in printed and "field 'global_batch'" in str(refused.value)
+    assert printed.endswith(str(refused.value).replace("field 'global_batch'", "argument --global-batch"))
 
 
 @pytest.fixture(scope="module")

@@ -74,18 +74,18 @@ def test_gemm_one_os_gemm_by_hand():
 REFUSALS = {  # keywords → (the API's line, the flags, the command's line)
     "both": ({"m": 4, "k": 4, "n": 4, "shapes": "x.csv"}, "field 'shapes': give either shapes or m/k/n, not both",
              ["--m", "4", "--k", "4", "--n", "4", "--shapes", "x.csv"],
-             "field 'shapes': give either --shapes or --m/--k/--n, not both"),
+             "argument --shapes: give either --shapes or --m/--k/--n, not both"),
     "missing": ({"k": 4, "n": 4}, "field 'm': missing m (or give shapes=FILE.csv)", ["--k", "4", "--n", "4"],
-                "field 'm': missing --m (or give --shapes FILE.csv)"),
+                "argument --m: missing --m (or give --shapes FILE.csv)"),
     "min_bandwidth": ({"m": 4, "k": 4, "n": 4, "min_bandwidth": True},
                       "field 'min_bandwidth': min_bandwidth needs engine='cycle'",
                       ["--m", "4", "--k", "4", "--n", "4", "--min-bandwidth"],
-                      "field 'min-bandwidth': --min-bandwidth needs --engine cycle"),
+                      "argument --min-bandwidth: --min-bandwidth needs --engine cycle"),
     "layout": ({"m": 4, "k": 4, "n": 4, "layout": LAYOUT, "config": LAYOUT_CFG},
                ("field 'layout': layout needs config (its [layout] section) and engine='cycle', without bandwidth or "
                 "min_bandwidth (the layout fixes the read bandwidths)"),
                ["--m", "4", "--k", "4", "--n", "4", "--layout", LAYOUT, "--config", LAYOUT_CFG],
-               ("field 'layout': --layout needs --config (its [layout] section) and --engine cycle, without "
+               ("argument --layout: --layout needs --config (its [layout] section) and --engine cycle, without "
                 "--bandwidth or --min-bandwidth (the layout fixes the read bandwidths)")),
 }
 
@@ -151,10 +151,10 @@ def test_sparse_topology_is_the_networks_older_name(monkeypatch):
 @pytest.mark.parametrize(("keywords", "flags", "line", "command_line"), [
     ({"method": "gpipe"}, ["--method", "gpipe"],
      "field 'method': method needs processors (without it the layer table is printed)",
-     "field 'method': --method needs --processors (without it the layer table is printed)"),
+     "argument --method: --method needs --processors (without it the layer table is printed)"),
     ({"processors": 2, "energy": True}, ["--processors", "2", "--energy"],
      "field 'energy': energy=True adds columns to the layer table; processors prints the partition instead",
-     "field 'energy': --energy adds columns to the layer table; --processors prints the partition instead"),
+     "argument --energy: --energy adds columns to the layer table; --processors prints the partition instead"),
 ])
 def test_sparse_refuses_as_the_command_does(keywords, flags, line, command_line, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)

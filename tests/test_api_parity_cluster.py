@@ -48,7 +48,7 @@ def test_cluster_jobs_refuses_as_the_command_does(case, monkeypatch, capsys):
     line = cli_error(["cluster", *flags], capsys)
     with pytest.raises(InputError) as refused:
         archsim.cluster_jobs(**keywords)
-    assert line.startswith("archsim cluster: error:") and f"field '{refused.value.where.field}'" in line
+    assert line.startswith("archsim cluster: error:") and f"argument --{refused.value.where.field}" in line
     assert "--" in line and "--" not in str(refused.value)
 
 

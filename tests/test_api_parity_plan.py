@@ -75,19 +75,19 @@ def test_plan_warns_the_notes_the_command_prints(capsys, monkeypatch):
 REFUSALS = [  # (network, keywords, flags, the API's line, the command's line)
     ("layerpipe_sample", {"batch": 16, "micro_batch": 2}, ["--batch", "16", "--micro-batch", "2"],
      "field 'batch': give batch (the mini-batch) or micro_batch, not both",
-     "field 'batch': give --batch (the mini-batch) or --micro-batch, not both"),
+     "argument --batch: give --batch (the mini-batch) or --micro-batch, not both"),
     ("layerpipe_sample", {"batch": 10}, ["--batch", "10"],
      "field 'batch': batch=10 does not split into microbatches=4 equal micro-batches",
-     "field 'batch': --batch 10 does not split into --microbatches 4 equal micro-batches"),
+     "argument --batch: --batch 10 does not split into --microbatches 4 equal micro-batches"),
     ("layerpipe_sample", {"method": "dp", "baselines": "none"}, ["--method", "dp", "--baselines", "none"],
      ("field 'baselines': baselines='none' runs no baseline, and method='dp' is one: drop baselines='none' (or give "
      "baselines='paper' for the SPP paper's configuration)"),
-     ("field 'baselines': --baselines none runs no baseline, and --method dp is one: drop --baselines none (or give "
+     ("argument --baselines: --baselines none runs no baseline, and --method dp is one: drop --baselines none (or give "
      "--baselines paper for the SPP paper's configuration)")),
     (GRAPH, {"array": "16x16"}, ["--array", "16x16"],
      (f"field 'array': array sets how archsim prices a network's layers; {GRAPH} is a PipeDream profile whose layers "
      "carry their measured seconds: drop it"),
-     (f"field 'array': --array sets how archsim prices a network's layers; {GRAPH} is a PipeDream profile whose "
+     (f"argument --array: --array sets how archsim prices a network's layers; {GRAPH} is a PipeDream profile whose "
      "layers carry their measured seconds: drop it")),
 ]
 

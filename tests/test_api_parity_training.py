@@ -138,7 +138,7 @@ def test_search_refuses_a_dtype_where_train_does(case, tmp_path, capsys, monkeyp
         archsim.search(MODEL, cluster=cluster, dtype=dtype, **SEARCH_KW, **options)
     said = cli_error(["search", MODEL, "--cluster", cluster, *SEARCH, "--dtype", dtype, *flags], capsys)
     if "--" in said:  # the same refusal, the library naming its keywords where the command names flags
-        assert said.startswith(f"archsim search: error: field '{refused.value.where.field}': ")
+        assert said.startswith(f"archsim search: error: argument --{refused.value.where.field}: ")
         assert "--" not in str(refused.value)
     else:
         assert said == f"archsim search: error: {refused.value}"

@@ -66,7 +66,7 @@ def test_validate_gpu_refuses_as_the_command_does(case, monkeypatch, capsys):
     with pytest.raises(InputError) as refused:
         archsim.validate_gpu(**keywords)
     field = refused.value.where.field
-    assert line.startswith("archsim validate-gpu: error:") and f"field '{field}'" in line
+    assert line.startswith("archsim validate-gpu: error:") and f"argument --{field.replace('_', '-')}" in line
     assert "\n" not in str(refused.value) and "--" not in str(refused.value).split(";")[0]
 
 

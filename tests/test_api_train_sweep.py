@@ -101,7 +101,7 @@ def test_what_the_command_refuses_beside_sweep_is_refused(keywords, field, capsy
     flags = [f"--{name.replace('_', '-')}" if value is True else f"--{name.replace('_', '-')}={value}"
              for name, value in keywords.items()]
     assert cli_error(["train", MODEL, "--cluster", NODE, "--global-batch", "16", "--pp", "2", "--sweep", "tp=1,2",
-                      *flags], capsys).startswith(f"archsim train: error: field '{field}'")
+                      *flags], capsys).startswith(f"archsim train: error: argument --{field}")
     with pytest.raises(InputError) as refused:
         archsim.train_sweep(MODEL, cluster=NODE, global_batch=16, pp=2, sweep="tp=1,2", **keywords)
     assert refused.value.where.field == field

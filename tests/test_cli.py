@@ -66,7 +66,7 @@ def test_out_is_written_whole(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, needle", [
     (["cost", "missing.csv"], "missing.csv"),
-    (["cost", "layerpipe_sample", "--array", "0x0"], "field 'array'"),
+    (["cost", "layerpipe_sample", "--array", "0x0"], "argument --array"),
     (["cost", "layerpipe_sample", "--dataflow", "xs"], "--dataflow"),
     (["cost", "layerpipe_sample", "--mode", "approx"], "--mode"),
     (["cost", "layerpipe_sample", "--batch", "0"], "--batch"),

@@ -117,7 +117,7 @@ def test_a_synthetic_job_too_large_for_memory_is_named_by_its_place_and_model(ca
     assert first == 5 and trace[first].job_id == "j0005"  # the user's trial: the 6th job
     assert (f"the synthetic trace (seed 3) draws as its 6th job (job_id j0005) a {trace[first].model} of "
             f"{trace[first].workers} workers, which needs") in err, err
-    assert err.count("\n") == 1 and "field 'device-memory-gb'" in err
+    assert err.count("\n") == 1 and "argument --device-memory-gb" in err
 
 
 def test_the_report_names_the_reading_it_ran(tmp_path):

@@ -14,7 +14,7 @@ from test_robustness import clean_error, json_rows
 
 from archsim.api import array_config, load_network
 from archsim.errors import InputError
-from archsim.lowering import split_axes
+from archsim.split_axis import split_axes
 from archsim.workload.torch_file import parse_input_shape
 
 # three layers of three kinds; --only conv,fc keeps c1 and f1 (written by hand from the rows below)
@@ -43,7 +43,7 @@ def test_only_refuses_an_empty_entry_naming_the_flag(capsys, net, command, text)
     """Failed before: the empty entry was dropped and the run went on with the other kinds."""
     extra = ["--policy", "gpipe", "--processors", "2", "--microbatches", "2"] if command == "schedule" else []
     line = clean_error(capsys, command, net, *extra, "--only", text)
-    assert line.endswith(f"error: field 'only': {text!r} has an empty item; give values separated by commas"), line
+    assert line.endswith(f"error: argument --only: {text!r} has an empty item; give values separated by commas"), line
 
 
 def test_load_network_reads_only_as_the_flag_does(net):
@@ -81,8 +81,8 @@ def test_split_axes_refuses_an_empty_entry():
 
 @pytest.mark.parametrize("argv,said", [
     (["schedule", "--policy", "1f1b", "--stages", "2", "--microbatches", "2", "--stage-times", "1,2,,1"],
-     "field 'stage-times': '1,2,,1' has an empty item"),
-    (["cost", "vgg16", "--engine", "cycle", "--sram-kb", "64,64,64,"], "field 'sram-kb': '64,64,64,' has an empty item"),
+     "argument --stage-times: '1,2,,1' has an empty item"),
+    (["cost", "vgg16", "--engine", "cycle", "--sram-kb", "64,64,64,"], "argument --sram-kb: '64,64,64,' has an empty item"),
 ])
 def test_other_comma_flags_refuse_an_empty_entry_in_the_same_words(capsys, argv, said):
     assert said in clean_error(capsys, *argv)

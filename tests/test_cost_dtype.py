@@ -77,7 +77,7 @@ def test_dtype_and_element_bytes_that_disagree_are_refused_on_both_commands_and_
         assert line.count("\n") == 0 and "element-bytes" in line and "--dtype fp16" in line
         assert line == f"archsim {command}: error: {refused.value}".replace("dtype='fp16'", "--dtype fp16").replace(
             "element_bytes says", "--element-bytes says").replace(  # the command its flags, the API its keywords
-            "field 'element_bytes'", "field 'element-bytes'")
+            "field 'element_bytes'", "argument --element-bytes")
     agreed = cli_json(capsys, ["cost", SAMPLE, "--batch", "1", "--dtype", "fp16", "--element-bytes", "2"])
     assert agreed == cli_json(capsys, ["cost", SAMPLE, "--batch", "1", "--dtype", "fp16"])
     with pytest.raises(InputError, match="dtype"):

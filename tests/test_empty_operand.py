@@ -25,7 +25,7 @@ TRANSFORMERS = "shipped: " + ", ".join(sorted(p.stem for p in (ROOT / "configs" 
                                   ["pipeline", "--processors", "2"]])
 def test_a_blank_network_is_one_line_naming_the_shipped_networks(argv, blank, capsys):
     line = clean_error(capsys, argv[0], blank, *argv[1:])
-    assert line == (f"archsim {argv[0]}: error: field 'NETWORK': expected a network's path or a shipped name, got "
+    assert line == (f"archsim {argv[0]}: error: argument NETWORK: expected a network's path or a shipped name, got "
                     f"an empty one; {SCHEDULE_NETWORKS if argv[0] == 'schedule' else NETWORKS}")
 
 
@@ -33,7 +33,7 @@ def test_a_blank_network_is_one_line_naming_the_shipped_networks(argv, blank, ca
 def test_a_blank_model_is_the_same_line_naming_the_shipped_configs(command, tmp_path, capsys):
     cluster = write(tmp_path / "c.toml", A100_NODE)
     line = clean_error(capsys, command, "", "--cluster", str(cluster), "--global-batch", "8")
-    assert line == (f"archsim {command}: error: field 'MODEL': expected a transformer config's path or a "
+    assert line == (f"archsim {command}: error: argument MODEL: expected a transformer config's path or a "
                     f"shipped name, got an empty one; {TRANSFORMERS}"), line
 
 

@@ -103,9 +103,9 @@ def test_the_field_label_is_spelled_as_the_caller_spells_the_setting(capsys):
     with pytest.raises(archsim.InputError, match=r"^field 'micro_batch': "):
         archsim.train(GPT13, cluster=NODE, global_batch=8, micro_batch=0)
     assert main(["train", GPT13, "--cluster", NODE, "--dp", "3", "--global-batch", "16"]) == 2
-    assert "error: field 'global-batch': " in capsys.readouterr().err
+    assert "error: argument --global-batch: " in capsys.readouterr().err
     assert main(["search", GPT13, "--cluster", NODE, "--global-batch", "8", "--max-micro-batch", "2147483647"]) == 2
-    assert "error: field 'max-micro-batch': " in capsys.readouterr().err
+    assert "error: argument --max-micro-batch: " in capsys.readouterr().err
 
 
 def test_refine_estimate_bounds_planned_balance_on_planned_placement(simulated_actions):

@@ -28,7 +28,7 @@ def test_chunks_without_a_chunked_schedule_is_refused_in_keywords_from_python(ca
     assert main(["search", MODEL, "--cluster", NODE, "--global-batch", "8", "--gpus", "2", "--schedule", "zb-v",
                  "--chunks", "2"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "archsim search: error: field 'chunks': --chunks is tried only by interleaved-1f1b, interleaved-zb, "
+        "archsim search: error: argument --chunks: --chunks is tried only by interleaved-1f1b, interleaved-zb, "
         "looped-bfs; --schedule searches zb-v: add one of them, or drop --chunks")
     said = _refused(lambda: archsim.search(MODEL, cluster=NODE, global_batch=8, gpus=2, schedule="zb-v", chunks=2))
     assert said == ("field 'chunks': chunks is tried only by interleaved-1f1b, interleaved-zb, looped-bfs; "
@@ -39,7 +39,7 @@ def test_a_repeated_search_value_is_refused_in_keywords_from_python(capsys):
     """Failed before: archsim.search(gpus=[4, 4]) was told "--gpus repeats 4"."""
     assert main(["search", MODEL, "--cluster", NODE, "--global-batch", "8", "--gpus", "4", "4"]) == 2
     assert capsys.readouterr().err.strip() == \
-        "archsim search: error: field 'gpus': --gpus repeats 4: give each value once"
+        "archsim search: error: argument --gpus: --gpus repeats 4: give each value once"
     said = _refused(lambda: archsim.search(MODEL, cluster=NODE, global_batch=8, gpus=[4, 4]))
     assert said == "field 'gpus': gpus repeats 4: give each value once"
 
@@ -51,7 +51,7 @@ def test_a_search_over_max_ops_is_refused_in_keywords_from_python(capsys):
             "--max-micro-batch", "1", "--recompute", "full", "--sequence-parallel", "off", "--max-ops", "1"]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("archsim search: error: field 'top': re-timing the best ")
+    assert err.startswith("archsim search: error: argument --top: re-timing the best ")
     assert err.endswith(" schedule actions, above --max-ops 1 (--refine's default: 2 × --top 10, at least 20); give "
                         "--refine 0 to keep the closed-form times, or a larger --max-ops N")
     said = _refused(lambda: archsim.search(MODEL, cluster=NODE, global_batch=8, gpus=4, schedule="zb-v",

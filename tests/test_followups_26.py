@@ -129,7 +129,7 @@ def test_plans_search_guard_counts_the_pipedream_prm_baseline(capsys):
     counted, so a run of 8,192 steps passed a limit of 8,191 (and the advice named --max-stages only)."""
     said = _said([*PLAN, "--max-search-steps", "8191"], capsys)
     assert said == (
-        "archsim plan: error: field 'max-search-steps': SPP's search over 4 layers, 8 GPUs and up to 2 stages is "
+        "archsim plan: error: argument --max-search-steps: SPP's search over 4 layers, 8 GPUs and up to 2 stages is "
         "about 2,048 steps and 2.84e-05 GB of tables, and the pipedream-prm baseline's over every stage count up "
         "to 4 about 6,144 steps and 4.78e-05 GB: 8,192 steps in all (≈7.37e-06 s), above the limit of 8,191 "
         "steps; give --baselines none to run SPP's search alone (2,048 steps), --max-search-steps 8192 to run it "

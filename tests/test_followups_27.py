@@ -146,7 +146,7 @@ def test_a_study_above_the_limit_is_refused_before_any_jacobian(monkeypatch, cap
     assert main(["bppsa", "pruned-vgg11", "--sparsity", "0"]) == 2
     expected = -(-scan_work_estimate(0.0, 1, [2, 0, 1]) // 10**6)  # the default --compare-levels 0,1,2
     assert capsys.readouterr().err.strip() == (
-        f"archsim bppsa pruned-vgg11: error: field 'max-mflops': this job counts about {expected:,} M FLOPs in its "
+        f"archsim bppsa pruned-vgg11: error: argument --max-mflops: this job counts about {expected:,} M FLOPs in its "
         "scans (estimated from --sparsity, --width-divisor and the up-sweep depths), above the limit of "
         f"{DEFAULT_MAX_SCAN_MFLOPS:,}; give --max-mflops {expected} to run it anyway")
     # the shipped defaults and docs/papers/bppsa.md's runs (0.9 and 0.7 with --compare-levels 2) stay under it

@@ -55,7 +55,7 @@ def test_plan_without_baselines_runs_spps_search_alone_with_the_same_plan(capsys
 def test_plan_refuses_a_baseline_method_without_baselines(capsys, method):
     """Failed before (argparse refused none outright): --method dp --baselines none asks for a baseline and none."""
     said = _said([*PLAN, "--method", method, "--baselines", "none"], capsys)
-    assert said == (f"archsim plan: error: field 'baselines': --baselines none runs no baseline, and --method "
+    assert said == (f"archsim plan: error: argument --baselines: --baselines none runs no baseline, and --method "
                     f"{method} is one: drop --baselines none (or give --baselines paper for the SPP paper's "
                     "configuration)")
 

@@ -57,7 +57,7 @@ def test_pytorch_eager_refuses_fsdp_as_it_refuses_the_distributed_optimizer(caps
         out, err = capsys.readouterr()
         assert out == ""
         assert err.count("\n") == 1
-        assert err.startswith(f"archsim train: error: field '{flag[2:]}': {flag} ") and word in err
+        assert err.startswith(f"archsim train: error: argument {flag}: {flag} ") and word in err
         assert "--implementation pytorch-eager" in err
     assert main([*base, "--fsdp", "--implementation", "megatron", "--attention", "flash"]) == 0  # Megatron's: runs
     capsys.readouterr()

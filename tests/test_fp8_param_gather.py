@@ -95,9 +95,9 @@ def test_the_steps_cast_in_hand_counts():
 
 
 @pytest.mark.parametrize(("flags", "said"), [
-    (["--distributed-optimizer"], ("field 'fp8-param-gather': --fp8-param-gather keeps the fp8 weights of --fp8: "
+    (["--distributed-optimizer"], ("argument --fp8-param-gather: --fp8-param-gather keeps the fp8 weights of --fp8: "
                                   "give it too")),
-    (["--fp8", "hybrid"], ("field 'fp8-param-gather': --fp8-param-gather needs --distributed-optimizer (Megatron-LM "
+    (["--fp8", "hybrid"], ("argument --fp8-param-gather: --fp8-param-gather needs --distributed-optimizer (Megatron-LM "
                           "refuses it otherwise")),
     (["--fp8", "hybrid", "--dp", "2", "--fsdp"], "--fp8-param-gather needs --distributed-optimizer"),
 ])

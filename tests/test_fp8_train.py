@@ -44,7 +44,7 @@ def test_fp8_is_refused_in_one_line_where_it_cannot_run(cluster, flags, said, ca
     monkeypatch.chdir(ROOT)
     argv = ["train", SMALL, "--cluster", cluster, "--global-batch", "8", *flags, "--fp8", "hybrid"]
     error = cli_error(argv, capsys)
-    assert error.startswith("archsim train: error: field 'fp8': --fp8 hybrid ") and said in error
+    assert error.startswith("archsim train: error: argument --fp8: --fp8 hybrid ") and said in error
     assert "\n" not in error
 
 
@@ -145,7 +145,7 @@ def test_a_runs_files_rows_each_take_their_fp8_and_a_sweep_every_point(tmp_path,
     assert "fp8" not in plain["rows"][0]  # the column only where a row sets it
     for flag in (["--fp8", "hybrid"], ["--fp8-param-gather"]):
         error = cli_error([*BASE[:4], "--dtype", "bf16", "--runs", str(runs), *flag], capsys)
-        assert error.startswith(f"archsim train: error: field 'runs': {flag[0]}: each row of the runs file sets")
+        assert error.startswith(f"archsim train: error: argument --runs: {flag[0]}: each row of the runs file sets")
     runs.write_text("tp,pp,dp,micro_batch,global_batch,fp8\n2,1,1,1,8,hybrid\n2,1,1,1,8,e5m2\n")
     error = cli_error([*BASE[:4], "--dtype", "bf16", "--runs", str(runs)], capsys)
     assert error == (f"archsim train: error: {runs}, line 3, field 'fp8': expected one of hybrid, e4m3, none (any "

@@ -41,4 +41,4 @@ def test_malformed_sram_kb_is_refused_without_cycle_engine(capsys):
     assert main([*GEMM, "--sram-kb", "abc"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err.splitlines() == ["archsim gemm: error: field 'sram-kb': expected one or three positive integers, got 'abc'"]
+    assert err.splitlines() == ["archsim gemm: error: argument --sram-kb: expected one or three positive integers, got 'abc'"]

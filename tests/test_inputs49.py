@@ -192,18 +192,18 @@ def test_a_bias_counts_as_parameters_not_as_weight_bytes(tmp_path):
 
 @pytest.mark.parametrize(("flags", "keywords", "flag_text", "keyword_text"), [
     (["--method", "pipedream", "--max-stages", "2"], {"method": "pipedream", "max_stages": 2},
-     ("field 'max-stages': --max-stages 2 bounds SPP's search; --method pipedream is PipeDream's optimizer, which "
+     ("argument --max-stages: --max-stages 2 bounds SPP's search; --method pipedream is PipeDream's optimizer, which "
      "tries every stage count its levels allow: drop it"),
      ("field 'max_stages': max_stages=2 bounds SPP's search; method='pipedream' is PipeDream's optimizer, which "
      "tries every stage count its levels allow: drop it")),
     (["--straight-pipeline"], {"straight_pipeline": True},
-     ("field 'straight-pipeline': --straight-pipeline is an option of PipeDream's optimizer (--method pipedream); "
+     ("argument --straight-pipeline: --straight-pipeline is an option of PipeDream's optimizer (--method pipedream); "
      "--method spp does not read it: drop it"),
      ("field 'straight_pipeline': straight_pipeline=True is an option of PipeDream's optimizer "
      "(method='pipedream'); method='spp' does not read it: drop it")),
     (["--method", "gpipe", "--activation-compression-ratio", "2"], {"method": "gpipe",
                                                                    "activation_compression_ratio": 2},
-     ("field 'activation-compression-ratio': --activation-compression-ratio 2.0 is an option of PipeDream's optimizer "
+     ("argument --activation-compression-ratio: --activation-compression-ratio 2.0 is an option of PipeDream's optimizer "
      "(--method pipedream); --method gpipe does not read it: drop it"),
      ("field 'activation_compression_ratio': activation_compression_ratio=2.0 is an option of PipeDream's optimizer "
      "(method='pipedream'); method='gpipe' does not read it: drop it")),

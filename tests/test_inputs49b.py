@@ -28,17 +28,17 @@ PLAN = ["plan", "layerpipe_sample", "--cluster", str(CLUSTER), "--microbatches",
 
 @pytest.mark.parametrize(("flags", "keywords", "flag_text", "keyword_text"), [
     (["--baselines", "paper"], {"baselines": "paper"},
-     ("field 'baselines': --baselines paper sets how SPP's baselines run beside SPP; --method pipedream is "
+     ("argument --baselines: --baselines paper sets how SPP's baselines run beside SPP; --method pipedream is "
      "PipeDream's optimizer, which runs no baseline: drop it"),
      ("field 'baselines': baselines='paper' sets how SPP's baselines run beside SPP; method='pipedream' is "
      "PipeDream's optimizer, which runs no baseline: drop it")),
     (["--baselines", "archsim"], {"baselines": "archsim"},  # the default, given: still unread
-     ("field 'baselines': --baselines archsim sets how SPP's baselines run beside SPP; --method pipedream is "
+     ("argument --baselines: --baselines archsim sets how SPP's baselines run beside SPP; --method pipedream is "
      "PipeDream's optimizer, which runs no baseline: drop it"),
      ("field 'baselines': baselines='archsim' sets how SPP's baselines run beside SPP; method='pipedream' is "
      "PipeDream's optimizer, which runs no baseline: drop it")),
     (["--max-search-steps", "5"], {"max_search_steps": 5},
-     ("field 'max-search-steps': --max-search-steps 5 bounds SPP's search; --method pipedream is PipeDream's "
+     ("argument --max-search-steps: --max-search-steps 5 bounds SPP's search; --method pipedream is PipeDream's "
      "optimizer, which runs no SPP search: drop it"),
      ("field 'max_search_steps': max_search_steps=5 bounds SPP's search; method='pipedream' is PipeDream's "
      "optimizer, which runs no SPP search: drop it")),

@@ -247,7 +247,7 @@ def test_the_planner_registry_loads_no_simulator():
 
 # docs/architecture.md's map names, per package, the archsim packages it imports; the utilities every layer
 # may use are left out there.
-UTILITIES = {"errors", "validate", "value_parsers", "choices", "lazy", "progress", "clock", "modes", "units", "jit", "numba_cache",
+UTILITIES = {"errors", "validate", "value_parsers", "choices", "lazy", "progress", "clock", "modes", "split_axis", "units", "jit", "numba_cache",
              "__version__", "toml_errors", "toml_lines", "csv_lines", "count_types"}
 PAGE = ROOT.parent / "docs" / "architecture.md"
 

@@ -26,7 +26,6 @@ ALLOWED = {
     "archsim/partition/coster.py": {"array", "lowering"},  # the one narrow door
     "archsim/partition/profile.py": {"array", "lowering"},  # a network lowered and costed into a profile
     "archsim/partition/split_search.py": {"array", "lowering"},  # the coster's split searches
-    "archsim/partition/layerpipe.py": {"lowering"},  # the split-axis names its --split-axes reads
     "archsim/policies/schedule_array.py": {"array"},  # the schedule command's array flags
     "archsim/policies/schedule_run.py": {"array"},  # a device file's array count, for a note
 }

@@ -15,11 +15,11 @@ from test_partition import random_conv_profile
 
 from archsim.array.analytic import form_cycles, form_within, gemm_cycles, gemm_cycles_form
 from archsim.array.config import ArrayConfig
-from archsim.lowering import SPLIT_AXES
 from archsim.partition import build_profile
 from archsim.partition.coster import DeltaCoster
 from archsim.partition.layerpipe import OpRank, best_split, walk
 from archsim.partition.split_search import AxisSplits, one_gemm, table_splits
+from archsim.split_axis import SPLIT_AXES
 from archsim.workload import load_network
 
 

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from archsim.array.analytic import gemm_cost
 from archsim.errors import InputError
-from archsim.lowering import Gemm, delta_phases, lower_layer, lower_network, split_axes, split_delta
+from archsim.lowering import Gemm, delta_phases, lower_layer, lower_network, split_delta
+from archsim.split_axis import split_axes
 from archsim.workload import Layer, load_network
 
 

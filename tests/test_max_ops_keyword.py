@@ -62,7 +62,7 @@ def test_the_command_keeps_its_flag(capsys):
     flags = ["--tp", "2", "--pp", "2", "--dp", "2", "--global-batch", "16", "--micro-batch", "1"]
     assert main(["train", GPT2, "--cluster", NODE, *flags, "--max-ops", str(ACTIONS - 1)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("archsim train: error: field 'max-ops': ")
+    assert err.startswith("archsim train: error: argument --max-ops: ")
     assert err.endswith(f"above the limit of {ACTIONS - 1}; give --max-ops {ACTIONS} to run it anyway\n")
     assert main(["schedule", "--stages", "4", "--stage-times", "1,1,1", "--comm", "0", "--microbatches", "8",
                  "--policy", "zb-2p", "--max-ops", "10"]) == 2

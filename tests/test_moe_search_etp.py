@@ -129,7 +129,7 @@ def test_an_integer_etp_on_a_dense_model_is_refused_in_one_line(tmp_path, capsys
     captured = capsys.readouterr()
     assert captured.out == ""
     line = captured.err.strip()
-    assert "\n" not in line and line.startswith("archsim search: error: field 'etp': ETP 1 needs a mixture-of-experts")
+    assert "\n" not in line and line.startswith("archsim search: error: argument --etp: ETP 1 needs a mixture-of-experts")
     with pytest.raises(InputError, match="ETP 1 needs a mixture-of-experts model"):
         archsim.search(dense, cluster=CLUSTER, etp=1, **{k: v for k, v in KEYS.items() if k != "ep"})
     rows = _search([dense, "--cluster", str(CLUSTER), *DENSE_FLAGS, "--etp", "tp"], capsys)["rows"]

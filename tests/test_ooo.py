@@ -102,7 +102,7 @@ def test_the_schedule_command_refuses_a_branching_network(unit, capsys):
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1
-    assert "layer 'add' reads 'fc_x'" in err and "field 'network'" in err
+    assert "layer 'add' reads 'fc_x'" in err and "argument NETWORK" in err
 
 
 def test_ooo_pipe1_without_flush_ranks_delta_above_the_next_forward():

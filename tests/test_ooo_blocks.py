@@ -91,4 +91,4 @@ def test_the_per_op_network_is_refused_pointing_to_the_blocks(capsys):
 def test_the_block_network_is_refused_by_other_policies(capsys):
     code = main(["schedule", "bert_large_blocks", "--policy", "1f1b", "--processors", "4"])
     out, err = capsys.readouterr()
-    assert code == 2 and out == "" and "field 'network'" in err and "bert_large with 1f1b" in err
+    assert code == 2 and out == "" and "argument NETWORK" in err and "bert_large with 1f1b" in err

@@ -168,7 +168,7 @@ def test_more_processors_than_layers_names_the_limit(argv, capsys):
 
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "at most 4 processors" in err and "field 'processors'" in err and "fewer machines" not in err
+    assert "at most 4 processors" in err and "argument --processors" in err and "fewer machines" not in err
 
 
 def run_cli(*argv):

@@ -36,7 +36,7 @@ def test_the_command_refuses_the_same_job_naming_its_flag(capsys):
     err = capsys.readouterr().err
     assert err.endswith(f"above the limit of {OPS - 1}; give --max-ops {OPS} to run it anyway\n")
     said = err.removeprefix("archsim schedule: error: ").strip()  # the flag spelled as the keyword: the same line
-    assert said.replace("--max-ops ", "max_ops=").replace("max-ops", "max_ops") == \
+    assert said.replace("--max-ops ", "max_ops=").replace("argument --max-ops", "field 'max_ops'") == \
         str(_refusal(archsim.profile("ffnn8"), max_ops=OPS - 1))
 
 

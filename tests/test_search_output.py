@@ -135,7 +135,7 @@ def test_an_empty_search_refuses_a_timeline_before_printing(tmp_path, capsys):
                  str(out)]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and not out.exists()
-    assert captured.err.count("\n") == 1 and "field 'schedule-csv'" in captured.err
+    assert captured.err.count("\n") == 1 and "argument --schedule-csv" in captured.err
 
 
 def test_a_gpu_without_a_price_prints_nan_as_every_nan(capsys):

@@ -17,4 +17,4 @@ def test_a_grid_grown_by_cp_is_refused_naming_cp(capsys):
                  "--cp", "1", "2", "4", "8", "16", "--cp-comm", "p2p", "all_gather", "a2a", "--max-micro-batch", "8"])
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and len(err.splitlines()) == 1
-    assert "field 'cp'" in err and "CP and its exchanges" in err and "--cp-comm" in err and "--etp" in err
+    assert "argument --cp" in err and "CP and its exchanges" in err and "--cp-comm" in err and "--etp" in err

@@ -74,9 +74,9 @@ def test_a_tp_or_pp_with_no_layout_is_refused_in_one_line(capsys):
 
     base = ["search", str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json"), "--cluster",
             str(ROOT / "configs" / "clusters" / "a100_node.toml"), "--global-batch", "16"]
-    for extra, said in ((["--tp", "3"], "field 'tp': TP 3 divides none of the 8 GPUs searched"),
-                        (["--pp", "8", "--tp", "8"], "field 'tp': no TP × CP × PP of --tp 8 and --pp 8 (CP 1)"),
-                        (["--pp", "16"], "field 'pp': PP 16 divides none")):
+    for extra, said in ((["--tp", "3"], "argument --tp: TP 3 divides none of the 8 GPUs searched"),
+                        (["--pp", "8", "--tp", "8"], "argument --tp: no TP × CP × PP of --tp 8 and --pp 8 (CP 1)"),
+                        (["--pp", "16"], "argument --pp: PP 16 divides none")):
         capsys.readouterr()
         assert main([*base, *extra]) == 2
         err = capsys.readouterr().err.strip()

@@ -36,7 +36,7 @@ def test_pipeline_refuses_a_malformed_sram_kb_without_the_warning(capsys):
     assert main([*PIPELINE, "--sram-kb", "abc"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err == "archsim pipeline: error: field 'sram-kb': expected one or three positive integers, got 'abc'\n"
+    assert err == "archsim pipeline: error: argument --sram-kb: expected one or three positive integers, got 'abc'\n"
 
 
 def test_cost_reads_sram_kb_without_cycle_engine_so_says_nothing(capsys):

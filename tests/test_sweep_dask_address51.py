@@ -26,7 +26,7 @@ def test_cli_refuses_before_writing(tmp_path, capsys):
 
     out = tmp_path / "out"
     assert main(["sweep", "configs/sweeps/layerpipe_paper.toml", "--out", str(out), "--dask", "abc"]) == 2
-    assert "field 'dask'" in capsys.readouterr().err
+    assert "argument --dask" in capsys.readouterr().err
     assert not out.exists()
 
 

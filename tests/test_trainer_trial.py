@@ -182,7 +182,7 @@ def test_search_with_a_timeline_and_no_configuration_says_why_there_is_none(tmp_
     code = main(["search", _llama2_13b(tmp_path), "--cluster", CLUSTER, "--global-batch", "512", "--gpus", "3",
                  "--gantt", str(tmp_path / "g.html")])
     err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and "field 'gantt'" in err and "no split of them" in err
+    assert code == 2 and err.count("\n") == 1 and "argument --gantt" in err and "no split of them" in err
     assert "--gpus 2 or --gpus 4" in err and not (tmp_path / "g.html").exists()
 
 
@@ -252,7 +252,7 @@ def test_a_sweep_point_is_refused_for_the_reason_train_gives_it(tmp_path, capsys
     model = _llama2_13b(tmp_path)
     common = ["--cluster", CLUSTER, "--pp", "2", "--dp", "2", "--global-batch", "8"]
     assert main(["train", model, *common, "--tp", "3"]) == 2
-    refused = capsys.readouterr().err.split("field 'tp': ")[1].strip()
+    refused = capsys.readouterr().err.split("argument --tp: ")[1].strip()
     assert main(["train", model, *common, "--sweep", "tp=3,4", "--format", "json"]) == 0
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert row["tp"] == 3 and row["error"] == refused and "must divide the heads" in refused

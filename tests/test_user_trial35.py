@@ -91,7 +91,7 @@ def test_interleave_given_alone_is_named_in_its_refusal(pp, global_batch, tmp_pa
     out, err = capsys.readouterr()
     lines = err.strip().splitlines()
     assert code == 2 and out == "" and len(lines) == 1, err
-    assert "field 'interleave'" in lines[0] and "--interleave 2" in lines[0], lines[0]
+    assert "argument --interleave" in lines[0] and "--interleave 2" in lines[0], lines[0]
 
 
 def _title(page):

@@ -122,7 +122,7 @@ def test_profile_refuses_and_warns_as_the_command(capsys, monkeypatch):
     with pytest.raises(InputError) as refused:
         archsim.profile(SMALL, bandwidth=4)
     said = "is the cycle engine's DRAM words/cycle: add {} (analytic cycles have no memory stalls)"
-    assert printed == "archsim pipeline: error: field 'bandwidth': --bandwidth " + said.format("--engine cycle")
+    assert printed == "archsim pipeline: error: argument --bandwidth: --bandwidth " + said.format("--engine cycle")
     assert str(refused.value) == "field 'bandwidth': bandwidth " + said.format("engine='cycle'")
     with pytest.warns(UserWarning, match=r"^sram_kb is not used without engine='cycle'"):
         profile = archsim.profile(SMALL, batch=4, sram_kb=16)

@@ -111,7 +111,7 @@ def test_an_empty_model_argument_is_told_empty(capsys, command, model):
     assert main([*command, model, "--cluster", CLUSTER, "--global-batch", "8"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1, err
-    assert err.startswith(f"archsim {command[0]}: error: field 'MODEL': expected a transformer config's path or a "
+    assert err.startswith(f"archsim {command[0]}: error: argument MODEL: expected a transformer config's path or a "
                           "shipped name, got an empty one; shipped: "), err
     shipped = sorted(p.stem for p in (Path(__file__).parents[1] / "configs" / "transformers").iterdir())
     assert err.rstrip("\n").endswith(", ".join(shipped)), err

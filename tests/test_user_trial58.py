@@ -74,7 +74,7 @@ def test_a_misspelt_sweep_axis_or_value_is_told_the_one_it_resembles(capsys, swe
     """Failed before: ``--sweep sequence_paralel=false,true`` was refused with the 21 axes listed and no word of
     the one meant, and ``--sweep recompute=ful,none`` without the hint ``--recompute ful`` gets; now both name it."""
     err = _error(capsys, ["train", MODEL, "--cluster", CLUSTER, "--global-batch", "8", "--sweep", sweep])
-    assert "field 'sweep'" in err and f"(did you mean '{meant}'?)" in err, err
+    assert "argument --sweep" in err and f"(did you mean '{meant}'?)" in err, err
 
 
 def test_a_misspelt_train_schedule_is_told_the_one_it_resembles(capsys):

@@ -47,7 +47,7 @@ def test_schedule_with_more_processors_than_layers_speaks_of_schedule_not_pipedr
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     line = err[0]
-    assert "field 'processors'" in line and "at most 4 processors, got 20" in line, line
+    assert "argument --processors" in line and "at most 4 processors, got 20" in line, line
     assert "--policy 1f1b" in line and "straight pipeline" not in line and "layer groups" not in line, line
     assert main(["schedule", str(network), "--policy", "1f1b", "--processors", "4", "--microbatches", "4"]) == 0
 

@@ -112,7 +112,7 @@ def test_layers_that_do_not_split_name_the_flag_that_breaks_them(files, capsys, 
             "--global-batch", "48", *flags]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and f"field '{field}': 32 layers do not split" in err
+    assert len(err.splitlines()) == 1 and f"argument --{field}: 32 layers do not split" in err
 
 
 def test_training_doc_states_fp16_model_state_bytes_as_archsim_counts_them():
@@ -226,7 +226,7 @@ def test_search_refuses_one_chunk_per_rank(files, capsys, chunks):
     assert main(argv) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
-    assert "field 'chunks'" in captured.err and "interleaves nothing" in captured.err
+    assert "argument --chunks" in captured.err and "interleaves nothing" in captured.err
     # Each schedule's one-chunk run named as train's note names it: interleaved-1f1b runs Megatron-LM's plain 1F1B
     # (a longer warm-up until 2026-12-05), the other two ZB-H1's and GPipe's orders
     # (tests/test_one_chunk_note_schedules.py).

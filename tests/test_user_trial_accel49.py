@@ -243,7 +243,7 @@ def test_plan_refuses_pipedreams_own_flags_beside_another_method(capsys, tmp_pat
     assert main(argv) == 2
     flag, shown = flags[0], " ".join(flags).replace(" 2", " 2.0")
     assert capsys.readouterr().err == (
-        f"archsim plan: error: field '{flag[2:]}': {shown} is an option of PipeDream's optimizer (--method pipedream); "
+        f"archsim plan: error: argument {flag}: {shown} is an option of PipeDream's optimizer (--method pipedream); "
         f"--method {method} does not read it: drop it\n")
 
 

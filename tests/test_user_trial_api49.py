@@ -176,7 +176,7 @@ def test_plans_no_peak_refusal_names_the_keyword_as_python_spells_it(capsys):
     """A card of no fp16 peak: the command says ``give --dtype fp32``; the function said ``give dtype fp32``, neither
     the flag nor the keyword (docs/api.md: the advice names a setting as you would type it)."""
     argv = ["plan", TOPOLOGY, "--cluster", "configs/clusters/testbed_1080ti_gpu.toml", "--microbatches", "4"]
-    assert cli_error(argv, capsys).endswith("field 'dtype': NVIDIA GTX 1080 Ti has no fp16 peak; give --dtype fp32")
+    assert cli_error(argv, capsys).endswith("argument --dtype: NVIDIA GTX 1080 Ti has no fp16 peak; give --dtype fp32")
     with pytest.raises(archsim.InputError) as refused:
         archsim.plan(TOPOLOGY, cluster="configs/clusters/testbed_1080ti_gpu.toml", microbatches=4)
     assert str(refused.value) == "field 'dtype': NVIDIA GTX 1080 Ti has no fp16 peak; give dtype='fp32'"

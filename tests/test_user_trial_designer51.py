@@ -100,7 +100,7 @@ def test_the_library_names_a_bad_model_or_network_by_its_keyword(call, keyword) 
 
 def test_the_command_still_names_its_positional(capsys) -> None:
     err = _error_line(capsys, "cost", "no_such_net")
-    assert err.startswith("archsim cost: error: field 'NETWORK': ")
+    assert err.startswith("archsim cost: error: argument NETWORK: ")
 
 
 @pytest.mark.parametrize(("key", "text"), [("hbm_gbps", "1e300"), ("hbm_gib", "1e300")])

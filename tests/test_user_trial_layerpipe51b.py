@@ -57,7 +57,7 @@ def test_split_axes_twice_is_refused_by_pipeline_the_command_and_a_hand_made_spe
         archsim.pipeline(profile, processors=2, split_axes=["channels", "channels"])
     assert "field 'split_axes': 'channels' is listed twice" in str(error.value)
     line = clean_error(capsys, "pipeline", "layerpipe_sample", "--processors", "2", "--split-axes", "rows,channels,rows")
-    assert "field 'split-axes': 'rows' is listed twice" in line
+    assert "argument --split-axes: 'rows' is listed twice" in line
     spec = replace(load_spec(_spec(tmp_path, 'methods = ["layerpipe"]\n')), split_axes=("channels", "channels"))
     with pytest.raises(InputError, match="'channels' is listed twice"):
         run_sweep(spec, tmp_path / "out", progress=False)

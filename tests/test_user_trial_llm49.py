@@ -167,7 +167,7 @@ def test_gqa_tp_beyond_the_kv_heads_is_refused_naming_them(tmp_path, capsys):
     assert main(["train", model, "--cluster", cluster, "--tp", "16", "--dp", "2", "--global-batch", "64",
                  "--dtype", "bf16"]) == 2
     err = capsys.readouterr().err
-    assert len(err.splitlines()) == 1 and "'tp'" in err and "key/value heads (8" in err
+    assert len(err.splitlines()) == 1 and "argument --tp:" in err and "key/value heads (8" in err
 
 
 def test_unknown_network_key_is_named(tmp_path, capsys):

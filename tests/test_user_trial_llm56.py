@@ -33,7 +33,7 @@ def test_search_refuses_a_cp_dividing_no_gpu_count(tmp_path, capsys, cp, expecte
     advice (--schedule, --recompute, …) that changes nothing; 16's divisors are 1, 2, 4, 8 and 16."""
     assert main(["search", LLAMA8B, "--cluster", _cluster(tmp_path), "--global-batch", "16", "--cp", cp]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("archsim search: error: field 'cp': ") and "\n" not in err, err
+    assert err.startswith("archsim search: error: argument --cp: ") and "\n" not in err, err
     assert f"CP {cp} divides none of the 16 GPUs" in err and expected in err, err
 
 

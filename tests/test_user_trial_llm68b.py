@@ -44,7 +44,7 @@ def test_a_default_re_timing_above_max_ops_names_top_and_the_refine_that_fits(tm
     model = _model(tmp_path)
     assert main(["search", model, "--cluster", CLUSTER, *GRID_FLAGS, "--top", "30", "--max-ops", "1000"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and err.startswith("archsim search: error: field 'top': re-timing the best ")
+    assert err.count("\n") == 0 and err.startswith("archsim search: error: argument --top: re-timing the best ")
     assert "(--refine's default: 2 × --top 30, at least 20); give --refine N of at most " in err
     assert "lower --refine" not in err and err.endswith("or a larger --max-ops N")
     fits = int(err.split("of at most ")[1].split()[0])

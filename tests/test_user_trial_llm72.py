@@ -65,7 +65,7 @@ def test_the_commands_refuse_it_once_before_any_row_or_point(tmp_path, capsys, e
             *[str(runs) if word == "RUNS" else word for word in extra], "--moe-shared-expert-overlap"]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "field 'moe-shared-expert-overlap'" in err and "is dense" in err
+    assert err.count("\n") == 1 and "argument --moe-shared-expert-overlap" in err and "is dense" in err
     assert "line" not in err  # the command's flag, not a row of the runs file
 
 
@@ -87,7 +87,7 @@ def test_moe_without_sequence_parallelism_names_that_setting(tmp_path, capsys):
     model = _mixtral_json(tmp_path)
     assert main(["train", model, "--cluster", CLUSTER, "--seq", "1024", "--tp", "2", "--global-batch", "8"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "field 'sequence-parallel'" in err and "add --sequence-parallel" in err
+    assert err.count("\n") == 1 and "argument --sequence-parallel" in err and "add --sequence-parallel" in err
     with pytest.raises(InputError) as caught:
         archsim.train(model, cluster=CLUSTER, seq=1024, tp=2, global_batch=8)
     assert "field 'sequence_parallel'" in str(caught.value) and "add sequence_parallel=True" in str(caught.value)
@@ -102,7 +102,7 @@ def test_moe_on_the_eager_op_list_names_implementation(tmp_path, capsys):
     assert main(["train", _mixtral_json(tmp_path), "--cluster", CLUSTER, "--seq", "1024", "--global-batch", "8",
                  "--implementation", "pytorch-eager", "--dtype", "bf16"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "field 'implementation'" in err
+    assert err.count("\n") == 1 and "argument --implementation" in err
 
 
 # * A search row's `megatron_args` carry Megatron-LM's model flags (`--num-layers 32 --hidden-size 4096 …`) and its

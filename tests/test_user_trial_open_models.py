@@ -161,7 +161,7 @@ def test_train_refuses_a_tp_the_kv_heads_do_not_split_over(capsys):
     code = main(["train", str(DATA / "llama3_8b.json"), "--cluster", str(CLUSTER), "--tp", "16",
                  "--global-batch", "8", "--seq", "1024"])
     err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and "field 'tp'" in err and "key/value heads (8" in err
+    assert code == 2 and err.count("\n") == 1 and "argument --tp" in err and "key/value heads (8" in err
     code, doc, _ = _train([str(DATA / "llama3_8b.json"), "--tp", "8", "--dp", "2", "--global-batch", "8",
                            "--seq", "1024"], capsys)
     assert code == 0 and doc["meta"]["tp"] == 8

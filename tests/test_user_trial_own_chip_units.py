@@ -226,4 +226,4 @@ def test_a_dtype_the_chip_lacks_names_the_dtype_flag(tmp_path, capsys):
     cluster.write_text('[cluster]\n[[servers]]\ngpus = 8\nintra_server_gbps = 3200\ndevice = "chip.toml"\n')
     assert main(["train", GPT2, "--cluster", str(cluster), "--dp", "8", "--global-batch", "8"]) == 2
     err = capsys.readouterr().err
-    assert err == "archsim train: error: field 'dtype': MyChip has no fp16 peak; it has bf16\n", err
+    assert err == "archsim train: error: argument --dtype: MyChip has no fp16 peak; it has bf16\n", err

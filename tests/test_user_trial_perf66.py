@@ -75,7 +75,7 @@ def test_plain_pytorch_at_cp_2_is_told_it_runs_one_gpu_not_to_give_flash_the_def
                  "pytorch-eager", "--cp", "2", *extra])
     err = capsys.readouterr().err
     assert code == 2
-    assert "field 'implementation'" in err and "one GPU" in err and "CP 2" in err, err
+    assert "argument --implementation" in err and "one GPU" in err and "CP 2" in err, err
     assert "(the default)" not in err.split("use --implementation")[0], err  # no default misnamed before the fix
     with pytest.raises(archsim.InputError, match="field 'implementation'.*one GPU.*implementation='megatron'"):
         archsim.train("gpt3_1.3b", cluster=CLUSTER, global_batch=16, cp=2, implementation="pytorch-eager")

@@ -84,7 +84,7 @@ def test_data_parallel_refuses_microbatches_it_never_reads(capsys, policy):
     δ + G and layer 1's G (15), the next iteration's 8 forwards: 31, whatever M was asked for."""
     line = clean_error(capsys, "schedule", "ffnn8", "--unit-costs", "--policy", policy, "--processors", "1",
                        "--microbatches", "4")
-    assert "field 'microbatches'" in line and "--microbatches 1" in line and "got 4" in line
+    assert "argument --microbatches" in line and "--microbatches 1" in line and "got 4" in line
     with pytest.raises(InputError, match="microbatches=1"):
         archsim.schedule("ffnn8", policy=policy, processors=1, microbatches=4, unit_costs=True)
     for given in ({}, {"microbatches": 1}):  # the window's own count, given or not
@@ -97,7 +97,7 @@ def test_pipeline_refuses_an_optimizer_without_the_memory_table_it_sizes(capsys,
     --microbatches) exited 0 and printed the plan alone: --optimizer only sizes --memory's optimizer state, so it was
     read by nothing. With --memory it still prints Adam's two states per weight (conv1: 2 × 5·5·3·32 = 4,800 bytes)."""
     line = clean_error(capsys, "pipeline", "layerpipe_sample", "--processors", "3", "--optimizer", "adam", *extra)
-    assert "field 'optimizer'" in line and "--memory" in line
+    assert "argument --optimizer" in line and "--memory" in line
     assert main(["pipeline", "layerpipe_sample", "--processors", "3", "--microbatches", "2", "--memory",
                  "--optimizer", "adam", "--format", "csv"]) == 0
     header, first = capsys.readouterr().out.splitlines()[:2]
@@ -116,7 +116,7 @@ def test_cluster_refuses_a_policy_flag_the_chosen_policy_never_reads(capsys, pol
     `--policy gandiva --unit-seconds 5` echoed `unit_seconds 5` with the figures of 10 (5,968.98 s both): the planning
     block is Jigsaw's. Now refused, as --seeds is beside one policy."""
     line = clean_error(capsys, "cluster", "--policy", policy, "--jobs", "20", "--gpus", "16", flag, value)
-    assert f"field '{flag[2:]}'" in line and "drop it" in line and "--policy all" in line
+    assert f"argument {flag}" in line and "drop it" in line and "--policy all" in line
     with pytest.raises(InputError, match=flag[2:].replace("-", "_")):
         archsim.cluster_jobs(policy=policy, jobs=20, gpus=16, **{flag[2:].replace("-", "_"): float(value)})
 

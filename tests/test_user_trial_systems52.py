@@ -46,7 +46,7 @@ def test_a_tp_that_does_not_divide_the_heads_names_the_tps_that_do(tmp_path, cap
     for tp in ("16", "3"):
         status, out, err = _train(tmp_path, capsys, "--tp", tp)
         assert status == 2 and out == "" and len(err.strip().splitlines()) == 1, err
-        assert "field 'tp'" in err and err.strip().endswith("TP 1, 2, 4 or 8 divides all three"), err
+        assert "argument --tp" in err and err.strip().endswith("TP 1, 2, 4 or 8 divides all three"), err
 
 
 def test_a_pp_that_does_not_divide_the_layers_names_the_pps_that_do(tmp_path, capsys):
@@ -55,7 +55,7 @@ def test_a_pp_that_does_not_divide_the_layers_names_the_pps_that_do(tmp_path, ca
     8, 10, 20, 40."""
     status, out, err = _train(tmp_path, capsys, "--tp", "8", "--pp", "3")
     assert status == 2 and out == "" and len(err.strip().splitlines()) == 1, err
-    assert "field 'pp'" in err and "PP 1, 2, 4, 5, 8, 10, 20 or 40 splits them evenly; " in err, err
+    assert "argument --pp" in err and "PP 1, 2, 4, 5, 8, 10, 20 or 40 splits them evenly; " in err, err
     assert "--stage-layers" in err, err
 
 
@@ -65,7 +65,7 @@ def test_an_interleave_that_does_not_divide_the_layers_names_the_counts_that_do(
     interleaves nothing)."""
     status, out, err = _train(tmp_path, capsys, "--tp", "8", "--pp", "2", "--dp", "2", "--interleave", "3")
     assert status == 2 and out == "" and len(err.strip().splitlines()) == 1, err
-    assert "field 'interleave'" in err and "--interleave 2, 4, 5, 10 or 20 splits them evenly; " in err, err
+    assert "argument --interleave" in err and "--interleave 2, 4, 5, 10 or 20 splits them evenly; " in err, err
 
 
 def test_a_pp_with_chunks_names_the_pps_that_split_the_chunks(tmp_path, capsys):
@@ -74,7 +74,7 @@ def test_a_pp_with_chunks_names_the_pps_that_split_the_chunks(tmp_path, capsys):
     divisor of 40, is not one: 40 / 16 = 2.5)."""
     status, out, err = _train(tmp_path, capsys, "--pp", "32", "--interleave", "2", "--global-batch", "64")
     assert status == 2 and out == "" and len(err.strip().splitlines()) == 1, err
-    assert "field 'pp'" in err and "PP 1, 2, 4, 5, 10 or 20 splits them evenly; --stage-layers" in err, err
+    assert "argument --pp" in err and "PP 1, 2, 4, 5, 10 or 20 splits them evenly; --stage-layers" in err, err
 
 
 A100_PAIR = """[cluster]

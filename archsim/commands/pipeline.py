@@ -32,10 +32,10 @@ from archsim.commands.timeline_outputs import add_timeline_outputs, validated, w
 from archsim.console import note, say_after_run, warn
 from archsim.errors import InputError
 from archsim.fits import memory_warning
-from archsim.lowering import SPLIT_AXES, split_axes
 from archsim.output_targets import output_flag
 from archsim.planners import PARTITIONERS, fewer_processors_note, idle_processors_note, partition
 from archsim.seconds import add_seconds
+from archsim.split_axis import SPLIT_AXES, split_axes
 from archsim.validate import check_job_size
 from archsim.value_parsers import float_flag, positive_float_flag, processors_flag
 

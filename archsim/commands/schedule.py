@@ -37,7 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser, optional=True)
     parser.add_argument("--policy", default=None,
                         choices=POLICIES,
-                        help="schedule policy (required; docs/cli.md and the papers' pages say what each runs)")
+                        help="schedule policy (required; docs/cli.md and the papers' pages say what each runs). On a NETWORK "
+                             "gpipe is out-of-order backprop's layer-wise GPipe (Oh et al., EuroSys 2022, Fig. 12a), "
+                             "not pipeline --schedule gpipe's stage-wise fill-drain (Huang et al., NeurIPS 2019; "
+                             "torch's ScheduleGPipe), which it runs on per-stage costs (--stages)")
     parser.add_argument("--processors", type=processors_flag, default=None,
                         help="devices (pipeline stages, or data-parallel replicas for dp-*): required with NETWORK")
     parser.add_argument("--microbatches", type=positive_int, default=1,

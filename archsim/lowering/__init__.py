@@ -3,12 +3,9 @@ states the lowering rules), the types it produces (:mod:`.ops`), and δ's split 
 LayerPipe (:mod:`.delta_split`). Import from here; the modules are its parts."""
 
 from archsim.lowering.delta_split import (
-    SPLIT_AXES,
     DeltaSplit,
-    SplitAxis,
     delta_split_units,
     piece_weight_bytes,
-    split_axes,
     split_d1_bytes,
     split_d2_bytes,
     split_delta,
@@ -21,7 +18,7 @@ from archsim.lowering.lower import delta_phases, lower_layer, lower_network
 from archsim.lowering.ops import Gemm, LayerTensors, LoweredLayer, OpKind, TrainingOp, check_mode
 from archsim.modes import MODES, Mode
 
-__all__ = ["MODES", "SPLIT_AXES", "DeltaSplit", "Gemm", "LayerTensors", "LoweredLayer", "Mode", "OpKind", "SplitAxis",
+__all__ = ["MODES", "DeltaSplit", "Gemm", "LayerTensors", "LoweredLayer", "Mode", "OpKind",
            "TrainingOp", "check_mode", "delta_phases", "delta_split_units", "lower_layer", "lower_network",
-           "piece_weight_bytes", "split_axes", "split_d1_bytes", "split_d2_bytes", "split_delta", "split_row_gemms",
+           "piece_weight_bytes", "split_d1_bytes", "split_d2_bytes", "split_delta", "split_row_gemms",
            "vector_delta_bytes", "whole_delta_bytes", "whole_delta_weight_bytes"]

@@ -6,40 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
 
 from archsim.errors import InputError
 from archsim.lowering.ops import Gemm, LoweredLayer, TrainingOp, check_mode
-from archsim.value_parsers import NO_VALUE, comma_items
+from archsim.split_axis import SplitAxis, check_split_axis
 from archsim.workload.layer import Layer
 from archsim.workload.layer_types import FILTER_KINDS, NORM_KINDS
-
-SplitAxis = Literal["channels", "reduction", "rows"]
-SPLIT_AXES: tuple[str, ...] = ("channels", "reduction", "rows")
-
-
-def split_axes(value: str | Sequence[str] | None) -> tuple[str, ...]:
-    """The δ split axes LayerPipe may use, from ``--split-axes``' text (``"channels,rows"``) or a sequence of
-    names (None: all three), read one way for the command and the library; an axis LayerPipe has not is
-    refused, not matched by nothing (a string read letter by letter planned with no split at all), and so is
-    an axis named twice."""
-    if value is None:
-        return SPLIT_AXES
-    axes = comma_items(value, "split-axes") if isinstance(value, str) else tuple(str(name).strip() for name in value)
-    if not axes:  # split_axes=[]: no split at all, which --split-axes cannot say; refused as --split-axes alone is
-        raise InputError(NO_VALUE, field="split-axes")
-    for axis in axes:
-        _check_axis(axis, "split-axes")
-    twice = [axis for i, axis in enumerate(axes) if axis in axes[:i]]
-    if twice:  # "channels,channels" planned as "channels": a typo for another axis went unseen
-        raise InputError(f"{twice[0]!r} is listed twice: name each split axis once", field="split-axes")
-    return axes
-
-
-def _check_axis(axis: str, field: str) -> None:
-    """Refuse an axis LayerPipe has not, in one message for ``--split-axes`` and :func:`split_delta` alike."""
-    if axis not in SPLIT_AXES:
-        raise InputError(f"unknown split axis {axis!r}; choose from {', '.join(SPLIT_AXES)}", field=field)
 
 
 @dataclass(frozen=True)
@@ -68,7 +40,7 @@ def split_delta(lowered: LoweredLayer, part: int, axis: SplitAxis = "channels", 
         raise InputError(f"layer {layer.name!r} has no δ op to split")
     if layer.kind not in FILTER_KINDS:  # a δ splits along a filter's channels, rows or columns
         raise InputError(f"δ of {layer.kind} layer {layer.name!r} is not split (only conv/fc δ is)")
-    _check_axis(axis, "axis")
+    check_split_axis(axis, "axis")
     if layer.groups > 1 and axis != "rows":
         raise InputError(f"δ of grouped conv {layer.name!r} splits by rows only (each group is its own GEMM)",
                          field="axis")

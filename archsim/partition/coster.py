@@ -22,7 +22,6 @@ from archsim.array.costing import op_cycles, rated_k
 from archsim.lowering import (
     DeltaSplit,
     LoweredLayer,
-    SplitAxis,
     delta_split_units,
     piece_weight_bytes,
     split_d1_bytes,
@@ -34,6 +33,7 @@ from archsim.lowering import (
 )
 from archsim.partition.memo import per_profile
 from archsim.partition.split_search import AxisSplits, BinarySplits, RowSplits, one_gemm, split_gemm, table_splits
+from archsim.split_axis import SplitAxis
 from archsim.workload.layer_types import FILTER_KINDS
 
 

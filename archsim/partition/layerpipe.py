@@ -42,7 +42,6 @@ import numpy as np
 
 from archsim.choices.partitions import BORROW_PAPER, LAYERPIPE_ALPHA, LAYERPIPE_BORROW, MAX_ALPHA
 from archsim.errors import InputError
-from archsim.lowering import SPLIT_AXES, SplitAxis, split_axes
 from archsim.partition.coster import DeltaCoster, borrowed_delta_bytes
 from archsim.partition.memo import per_profile
 from archsim.partition.profile import LayerProfile
@@ -54,6 +53,7 @@ from archsim.partition.result import (
     mandatory_bytes,
     placed_ops,
 )
+from archsim.split_axis import SPLIT_AXES, SplitAxis, split_axes
 
 
 @dataclass(frozen=True)

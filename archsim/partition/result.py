@@ -13,8 +13,8 @@ from archsim.partition.memo import per_profile
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded where used
 
-    from archsim.lowering import SplitAxis
     from archsim.partition.profile import LayerProfile
+    from archsim.split_axis import SplitAxis
 
 
 @dataclass(frozen=True, init=False)

@@ -20,7 +20,8 @@ import numpy as np
 
 from archsim.array.analytic import form_cycles, form_within, gemm_cycles, gemm_cycles_form
 from archsim.array.config import ArrayConfig
-from archsim.lowering import Gemm, LoweredLayer, SplitAxis
+from archsim.lowering import Gemm, LoweredLayer
+from archsim.split_axis import SplitAxis
 from archsim.workload.layer import Layer
 
 if TYPE_CHECKING:

@@ -28,11 +28,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from archsim.errors import InputError
-from archsim.lowering import SplitAxis
 from archsim.matrix_collectives import pair_latency, slowest_link
 from archsim.partition.coster import DeltaCoster
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
+from archsim.split_axis import SplitAxis
 from archsim.spp.pe_order import StagePlan, pe_finish_time
 from archsim.spp.topology import Topology
 

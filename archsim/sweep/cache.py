@@ -17,9 +17,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from archsim.json_text import dumps
-from archsim.lowering import SPLIT_AXES
 from archsim.output_targets import check_entry
 from archsim.output_temps import remove_orphans
+from archsim.split_axis import SPLIT_AXES
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
 from archsim.sweep.spec import DEFAULT_BORROW, SweepSpec, Unit

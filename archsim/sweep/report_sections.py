@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from archsim.choices.partitions import BORROW_PAPER, LAYERPIPE_ALPHA, LAYERPIPE_BORROW
 from archsim.console import shell_word
-from archsim.lowering import SPLIT_AXES
+from archsim.split_axis import SPLIT_AXES
 from archsim.sweep.report import array_path, report_network, row_microbatches, sweep_array
 from archsim.sweep.results_check import recorded_borrow
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from archsim.errors import InputError
-from archsim.lowering import SPLIT_AXES
+from archsim.split_axis import SPLIT_AXES
 from archsim.sweep.spec import BORROW_COLUMN, DEFAULT_BORROW, SETTING_COLUMNS
 from archsim.validate import parse_json, read_text
 

@@ -24,9 +24,9 @@ import pandas as pd
 
 from archsim.errors import InputError
 from archsim.json_text import dumps
-from archsim.lowering import split_axes
 from archsim.output_files import hold_until_written, output_set, write_output
 from archsim.progress import progress as progress_bar
+from archsim.split_axis import split_axes
 from archsim.sweep.cache import cache_file, check_entries, remove_killed_temps
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.executors import executor

@@ -48,8 +48,9 @@ from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
 from archsim.choices.partitions import BORROW_PAPER, LAYERPIPE_ALPHA, LAYERPIPE_BORROW, MAX_ALPHA
 from archsim.errors import InputError
-from archsim.lowering import MODES, SPLIT_AXES, Mode
+from archsim.lowering import MODES, Mode
 from archsim.planners import PARTITIONERS
+from archsim.split_axis import SPLIT_AXES
 from archsim.sweep.device_spec import spec_document
 from archsim.sweep.spec_arrays import ArrayFile, at_device_rate, check_cfg_axes, check_fp8_arrays, read_array
 from archsim.sweep.spec_files import file_sha256_unless_shipped, resolve_network
