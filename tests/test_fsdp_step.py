@@ -159,7 +159,8 @@ def test_runs_column_sweep_axis_and_search_rows(tmp_path, capsys):
     assert [p["fsdp_grad_sync"] for p in points] == ["micro-batch", "step"]
     assert points[1]["peak_memory_gib"] > points[0]["peak_memory_gib"]
     assert main(["search", model, "--cluster", str(NODE), "--global-batch", "16", "--fsdp", "--fsdp-reshard", "none",
-                 "--fsdp-grad-sync", "step", "--format", "json", "--top", "2"]) == 0
+                 "--fsdp-grad-sync", "step", "--format", "json", "--top", "2",
+                 "--schedule", "1f1b"]) == 0  # one schedule: the mode the rows carry is what is checked
     document = json.loads(capsys.readouterr().out)
     assert document["meta"]["fsdp_reshard"] == "none" and document["meta"]["fsdp_grad_sync"] == "step"
     found = document["rows"]

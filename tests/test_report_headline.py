@@ -115,7 +115,7 @@ def test_wide_tables_scroll_inside_the_page_and_keep_each_cell_on_one_line(page,
     front = tmp_path / "front.html"
     assert main(["search", str(root / "configs/transformers/gpt_1024h_24l.json"), "--cluster",
                  str(root / "configs/clusters/a100_node.toml"), "--global-batch", "32", "--top", "1",
-                 "--pareto-html", str(front)]) == 0
+                 "--schedule", "1f1b", "--pareto-html", str(front)]) == 0  # one schedule: the page's style is checked
     capsys.readouterr()
     for text in (page, front.read_text(encoding="utf-8"), study_page("t", [(pd.DataFrame({"a": [1.0]}), "c")])):
         rules = style_rules(text)

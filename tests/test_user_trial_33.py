@@ -93,7 +93,8 @@ def test_search_command_runs_for_paths_with_spaces(files, capsys):
     (folder / "llama 8b.toml").write_text(LLAMA3_8B)
     (folder / "h100 x32.toml").write_text(CLUSTER)
     assert main(["search", str(folder / "llama 8b.toml"), "--cluster", str(folder / "h100 x32.toml"),
-                 "--global-batch", "128", "--top", "1", "--gpus", "16", "--seq", "4096", "--format", "json"]) == 0
+                 "--global-batch", "128", "--top", "1", "--gpus", "16", "--seq", "4096", "--format", "json",
+                 "--schedule", "1f1b"]) == 0  # one schedule: the quoting is what is checked
     row = json.loads(capsys.readouterr().out)["rows"][0]
     words = shlex.split(row["command"])
     assert words[:2] == ["archsim", "train"]
