@@ -23,7 +23,8 @@ bandwidth B and the fraction η of it NCCL's ring reaches (protocol, copy engine
 * ring all-reduce (reduce-scatter + all-gather): α₀ + 2(n − 1)·α + γ·S + 2(n − 1)/n · S / (η·B)
 * ring all-gather or reduce-scatter (S the gathered buffer): α₀ + (n − 1)·α + γ·S/2 + (n − 1)/n · S / (η·B)
 * tree all-reduce (double binary tree, pipelined): α₀ + 2⌈log₂ n⌉·α + γ·S + 2·S / (η·B);
-  NCCL picks whichever is faster, so :func:`collective_seconds` takes the minimum
+  NCCL picks whichever is faster, so :func:`collective_seconds` takes the minimum; on NVLink the rings and tree on
+  the faster of NCCL's Simple and LL128 protocols (:mod:`archsim.nccl_protocols`: its own α₀, α and share of η)
 * point-to-point send (a pipeline hop): α₀ + S / (η·B)
 * all-to-all: α₀ + (n − 1)·α + (n − 1)/n · S / (η·B)
 * NVLS all-reduce (``nvls``: the NVSwitch reduces): α₀ + 2α + γ·S + (n + 1)/n · S / (η·B)
@@ -55,6 +56,7 @@ import numpy as np
 
 from archsim.collective_wire import to_peers, wire_bytes
 from archsim.errors import InputError
+from archsim.nccl_protocols import Protocol, protocol_links
 from archsim.torus import torus_rings, torus_seconds
 
 if TYPE_CHECKING:
@@ -80,6 +82,7 @@ class LinkClass:
     # in order (:func:`torus_rings`); ``bandwidth`` is then one link's, what a send between two chips gets, and each
     # ring runs over two (empty: switched)
     torus: tuple[int, ...] = ()
+    protocols: tuple[Protocol, ...] = ()  # NCCL's LL and LL128 beside Simple (:mod:`archsim.nccl_protocols`; empty: Simple)
 
     def __post_init__(self) -> None:
         if not (self.bandwidth > 0 and 0 < self.efficiency <= 1 and self.alpha_s >= 0 and self.launch_s >= 0
@@ -275,20 +278,21 @@ def collective_seconds(kind: str, nbytes, n: int, link: LinkClass | Spanning):
         return link.send_seconds(s)
     if n <= 1:
         return np.zeros_like(s)
-    if kind == "all-reduce":
-        options = _allreduce_options(s, n, link)
-        best = np.minimum(options["ring"], options["tree"])
-        if "nvls" in options:
-            best = np.minimum(best, options["nvls"])
-        return best
+    if kind == "all-reduce":  # NCCL's fastest (algorithm, protocol)
+        return np.minimum.reduce(list(_allreduce_options(s, n, link).values()))
     if kind == "all-to-all":  # every GPU sends (n − 1)/n of its buffer, one peer at a time
         return link.launch_s + (n - 1) * link.alpha_s + wire_bytes(kind, "pairwise", s, n) / bw
-    return link.launch_s + (n - 1) * link.alpha_s + link.copy_s_per_byte * s / 2 + wire_bytes(kind, "ring", s, n) / bw
+    return np.minimum.reduce([p.launch_s + (n - 1) * p.alpha_s + p.copy_s_per_byte * s / 2
+                              + wire_bytes(kind, "ring", s, n) / p.bus_bandwidth for p in protocol_links(link)])
 
 
 def _allreduce_options(s: np.ndarray, n: int, link: LinkClass) -> dict[str, np.ndarray]:
-    """The all-reduce's seconds on one link class by each algorithm NCCL may run it with (n ≥ 2): ``ring``, ``tree``
-    and, where the switch reduces (``link.nvls``), ``nvls``; NCCL runs the fastest (:func:`collective_seconds`)."""
+    """The all-reduce's seconds on one link class by each algorithm NCCL may run it with (n ≥ 2), each on its fastest
+    protocol (:func:`archsim.nccl_protocols.protocol_links`): ``ring``, ``tree`` and, where the switch reduces
+    (``link.nvls``), ``nvls``; NCCL runs the fastest (:func:`collective_seconds`)."""
+    if link.protocols:
+        runs = [_allreduce_options(s, n, p) for p in protocol_links(link)]
+        return {name: np.minimum.reduce([r[name] for r in runs if name in r]) for name in runs[0]}
     bw = link.bus_bandwidth
     copy = link.copy_s_per_byte * s
 

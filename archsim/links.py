@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from archsim.collectives import LinkClass
 from archsim.errors import InputError
+from archsim.nccl_protocols import LL128_FRACTION, Protocol
 from archsim.nvlink_rings import ring_count
 from archsim.torus import torus_rings
 
@@ -43,6 +44,12 @@ A100_NVLINK = {"efficiency": 0.998, "alpha_s": 3.15e-6, "launch_s": 52.7e-6, "co
 # η, α (s), α₀ (s), γ (s/byte) of V100 NVLink rings on a DGX-1 (per link 25 GB/s per direction).
 V100_NVLINK = {"efficiency": 0.903, "alpha_s": 0.0, "launch_s": 37.9e-6, "copy_s_per_byte": 0.357e-12}
 
+# NCCL's LL128 beside Simple on those NVLinks (archsim.nccl_protocols): its α₀ and α (s) fitted on the same 2-, 4- and
+# 8-GPU tables at every size, Simple's constants above held (archsim.training.nccl_fit.fit_protocols). LL is not
+# attached: from 1 MB, where the tables start, it is never the fastest, so they cannot fix its latencies.
+A100_PROTOCOLS = (Protocol("LL128", LL128_FRACTION, 30.7e-6, 4.50e-6),)
+V100_PROTOCOLS = (Protocol("LL128", LL128_FRACTION, 0.08e-6, 7.69e-6),)
+
 
 def nvlink(bandwidth: float, alpha_s: float | None = None, efficiency: float | None = None) -> LinkClass:
     """The NVLink link class of a server whose GPUs each have ``bandwidth`` bytes/s per direction; ``alpha_s``:
@@ -52,7 +59,7 @@ def nvlink(bandwidth: float, alpha_s: float | None = None, efficiency: float | N
     latency or copy cost beside their steps' — those are NCCL's kernels on NVSwitch GPUs, fitted on nccl-tests,
     not a designer's stated link; None: the NCCL fit whole (a catalog GPU's)."""
     if efficiency is None:
-        return _link("nvlink", bandwidth, A100_NVLINK, alpha_s)
+        return replace(_link("nvlink", bandwidth, A100_NVLINK, alpha_s), protocols=A100_PROTOCOLS)
     stated = {**A100_NVLINK, "efficiency": efficiency, "launch_s": 0.0, "copy_s_per_byte": 0.0}
     return _link("nvlink", bandwidth, stated, alpha_s)
 
@@ -75,8 +82,9 @@ def nvlink_group(device: Device, members: tuple[int, ...], bandwidth: float | No
         return nvlink(fabric, alpha, device.link_efficiency)
     rings = ring_count(tuple(members))
     link = fabric / device.nvlinks  # one NVLink's share of the stated fabric
-    return _link("nvlink" if rings else "pcie", rings * link if rings else device.pcie_bytes_per_s, V100_NVLINK,
-                 alpha)
+    if not rings:
+        return _link("pcie", device.pcie_bytes_per_s, V100_NVLINK, alpha)
+    return replace(_link("nvlink", rings * link, V100_NVLINK, alpha), protocols=V100_PROTOCOLS)  # LL128: NVLink only
 
 
 def server_link(device: Device, members: tuple[int, ...], bandwidth: float | None = None,
@@ -157,5 +165,5 @@ def device_nic(device: Device, bandwidth: float) -> LinkClass:
     return infiniband(bandwidth, device.inter_node_latency_s, device.link_efficiency)
 
 
-__all__ = ["A100_NVLINK", "NIC_EFFICIENCY", "V100_NVLINK", "check_nvls", "device_nic", "fabric_bytes_per_s", "infiniband", "nic_share", "nvlink",
-           "nvlink_group", "torus_link"]
+__all__ = ["A100_NVLINK", "A100_PROTOCOLS", "NIC_EFFICIENCY", "V100_NVLINK", "V100_PROTOCOLS", "check_nvls", "device_nic",
+           "fabric_bytes_per_s", "infiniband", "nic_share", "nvlink", "nvlink_group", "torus_link"]

@@ -11,8 +11,9 @@ where it says so). ``--bytes`` reads sizes as ``archsim collective --nbytes`` do
 
 Per table (tests/data/e2e/nccl_allreduce: all-reduce on 2–8 A100s and V100s of one server): the sizes
 from 16 MB, the mean and largest |error| of the modelled time and whether the GPU count was fitted
-(archsim/training/fitted.py: 2, 4 and 8 GPUs) or held out; then the sizes below 16 MB, which no fit or check
-uses (NCCL's low-latency protocols there), their mean and largest |error| and signed mean error. Then each cited figure
+(archsim/training/fitted.py: 2, 4 and 8 GPUs) or held out; then the sizes below 16 MB, where NCCL's LL128 protocol
+runs (archsim/nccl_protocols.py: its latencies fitted on the same 2-, 4- and 8-GPU tables at every size, Simple's
+constants from 16 MB), their mean and largest |error| and signed mean error. Then each cited figure
 (tests/data/nccl_multinode.csv, with its source): measured and modelled bus bandwidth and the error.
 """
 
@@ -39,7 +40,7 @@ from archsim.training.nccl_fit import read_nccl_tables, relative_errors
 from archsim.training.parallel import Parallelism
 
 TABLES = ROOT / "tests" / "data" / "e2e" / "nccl_allreduce"
-SMALL_BYTES = 16 * 2**20  # below it NCCL runs its low-latency protocols: never fitted (archsim/training/nccl_fit.py)
+SMALL_BYTES = 16 * 2**20  # below it NCCL runs LL128: Simple's fit leaves it out (archsim/training/nccl_fit.py)
 
 
 def cluster_bus_bandwidths(path: str | Path, nbytes: float) -> tuple[float | None, float | None]:
@@ -171,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_collectives: error: {error}", file=sys.stderr)
         return 2
     print("nccl-tests all-reduce, one server: GPUs, fitted?, mean and max |error| from 16 MB (the fitted range), then "
-          "the same below 16 MB (never fitted: NCCL's low-latency protocols, which one α–β line does not follow) "
+          "the same below 16 MB (NCCL's LL128 protocol: its latencies fitted on the same tables at every size) "
           "and the signed mean there")
     for name in ("a100", "v100"):
         device = gpu("a100-80gb" if name == "a100" else "v100-32gb")

@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -108,12 +109,14 @@ def main(argv=None) -> int:
     if args.refit:
         from archsim.collectives import LinkClass
         from archsim.devices.gpu_lookup import gpu
-        from archsim.training.nccl_fit import fit_link, read_nccl_tables
+        from archsim.training.nccl_fit import fit_link, fit_protocols, read_nccl_tables
 
         tables = read_nccl_tables(Path(args.data) / "nccl_allreduce", "a100")
         link = fit_link([tables[n] for n in fitted.NCCL_FIT_GPUS],
                         LinkClass("nvlink", gpu("a100-80gb").nvlink_bytes_per_s, 0.7, 5e-6, 20e-6))
         print("A100 NVLink fit on", fitted.NCCL_FIT_GPUS, "GPUs:", link)
+        print("  its LL128 at every size:", fit_protocols([tables[n] for n in fitted.NCCL_FIT_GPUS], lambda n: link,
+                                                          ("LL128",)))
         from archsim.nvlink_rings import ring_count
 
         v100 = gpu("v100-32gb")
@@ -122,6 +125,9 @@ def main(argv=None) -> int:
                         LinkClass("nvlink", v100.nvlink_link_bytes_per_s, 0.7, 5e-6, 20e-6),
                         bandwidth_of=lambda n: ring_count(tuple(range(n))) * v100.nvlink_link_bytes_per_s)
         print("V100 NVLink-ring fit on", fitted.NCCL_FIT_GPUS, "GPUs:", link)
+        print("  its LL128 at every size:", fit_protocols(
+            [tables[n] for n in fitted.NCCL_FIT_GPUS],
+            lambda n: replace(link, bandwidth=ring_count(tuple(range(n))) * v100.nvlink_link_bytes_per_s), ("LL128",)))
         refit(runs)
         return 0
     cluster = single_node()

@@ -34,8 +34,10 @@ MIXED = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "mixed_h1
 
 
 def _pair_allreduce(nbytes: float, links: int) -> float:
-    """A ring all-reduce of ``nbytes`` over two V100s joined by ``links`` NVLinks (module docstring)."""
-    return 37.9e-6 + 0.357e-12 * nbytes + nbytes / (0.903 * links * ONE_LINK)
+    """A ring all-reduce of ``nbytes`` over two V100s joined by ``links`` NVLinks (module docstring), on the faster of
+    NCCL's Simple and LL128 (α₀ 0.08 µs, 2 steps of 7.69 µs, 0.92 of the bandwidth: archsim.links.V100_PROTOCOLS)."""
+    simple = 37.9e-6 + 0.357e-12 * nbytes + nbytes / (0.903 * links * ONE_LINK)
+    return min(simple, 0.08e-6 + 2 * 7.69e-6 + 0.357e-12 * nbytes + nbytes / (0.92 * 0.903 * links * ONE_LINK))
 
 
 def _two_dgx1() -> GpuCluster:
@@ -66,8 +68,9 @@ def test_every_rank_waits_for_its_one_link_tp_group():
 
 def test_a_dp_pair_on_one_nvlink_prices_the_rank():
     # TP 4 · DP 2 on one DGX-1: DP groups 0–4 and 1–5 (two NVLinks), 2–6 and 3–7 (one): all four all-reduce
-    # at once and the rank waits for a one-link pair. 10⁶ parameters' fp16 gradients, 2 MB: 37.9 µs +
-    # γ·S + S / 22.575e9 = 127.21 µs. Before, the first pair 0–4’s two links: 82.91 µs.
+    # at once and the rank waits for a one-link pair. 10⁶ parameters' fp16 gradients, 2 MB, on LL128: 0.08 + 2 × 7.69
+    # µs + γ·S + S / (0.92 × 22.575e9) = 112.47 µs (Simple's 37.9 µs + γ·S + S / 22.575e9 = 127.21 µs). Before, the
+    # first pair 0–4’s two links.
     par = Parallelism(tp=4, pp=1, dp=2, global_batch=8, micro_batch=1)
     machine = single_node("v100", 8).machine(par)
     assert after_backward(C, par, machine, 0, 1e6)["dp_allreduce"] == pytest.approx(

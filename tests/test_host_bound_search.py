@@ -66,7 +66,7 @@ def test_rows_figures_are_trains_for_their_commands(rows):
 
 def test_closed_form_rows_figures_are_trains_on_one_gpu_type():
     """``--refine 0``: each row at its closed form; its figure is rank 0's, the rank train's run ends on here."""
-    closed = json.loads(run_cli([*SEARCH[:-1], "6", "--refine", "0", "--format", "json"]))["rows"]
+    closed = json.loads(run_cli([*SEARCH[:-1], "8", "--refine", "0", "--format", "json"]))["rows"]  # a PP 2 row 7th
     piped = next(r for r in closed if r["pp"] == 2)
     for row in (closed[0], piped):
         assert row["timing"] == "closed-form"
@@ -111,7 +111,7 @@ def test_rows_compute_splits_are_trains_for_their_commands(rows):
 
 def test_closed_form_rows_compute_splits_are_trains_on_one_gpu_type():
     """``--refine 0``: rank 0's split by train's sums, the rank train's run ends on here: train's to the bit."""
-    closed = json.loads(run_cli([*SEARCH[:-1], "6", "--refine", "0", "--format", "json"]))["rows"]
+    closed = json.loads(run_cli([*SEARCH[:-1], "8", "--refine", "0", "--format", "json"]))["rows"]  # a PP 2 row 7th
     piped = next(r for r in closed if r["pp"] == 2)
     for row in (closed[0], piped):
         assert row["timing"] == "closed-form"

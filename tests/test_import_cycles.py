@@ -44,9 +44,10 @@ CYCLES = {
     frozenset({"archsim.devices.catalog", "archsim.devices.device", "archsim.devices.gpu_lookup",
                "archsim.devices.kernel_constants", "archsim.devices.nonmatmul"}):
         "the catalog is built of Device values; Device looks a catalog name up in a function",
-    frozenset({"archsim.collectives", "archsim.links", "archsim.network", "archsim.torus"}):
+    frozenset({"archsim.collectives", "archsim.links", "archsim.nccl_protocols", "archsim.network", "archsim.torus"}):
         "a collective's cost takes a Network, typed only (TYPE_CHECKING); the network and the links price with it; "
-        "the torus's collectives type the link class that hands them over (TYPE_CHECKING)",
+        "the torus's collectives type the link class that hands them over (TYPE_CHECKING), and NCCL's protocols the "
+        "link class each runs as (TYPE_CHECKING)",
     frozenset({"archsim.partition.coster", "archsim.partition.split_search"}):
         "the split search types the coster that calls it (TYPE_CHECKING)",
     frozenset({"archsim.sweep.spec", "archsim.sweep.spec_arrays"}):

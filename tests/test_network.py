@@ -145,10 +145,12 @@ GPT3_ACTIVATION = 2048 * 12288 * 2  # one TP collective of GPT-3 175B, s = 2048,
 
 @pytest.mark.parametrize("kind", ["reduce-scatter", "all-gather"])
 @pytest.mark.parametrize("nbytes, seconds", [
-    # ring: α₀ + 7α + γS/2 + 7/8 · S/(ηB)
-    (2**20, 77.74e-6),        # 52.7 + 22.05 + 0.944 + 917,504 B / 449.1 GB/s (2.043) µs
-    (GPT3_ACTIVATION, 218.11e-6),  # 52.7 + 22.05 + 45.30 + 44,040,192 B / 449.1 GB/s (98.06) µs
-    (2**33, 24.542e-3),       # 52.7 µs + 22.05 µs + 7.731 ms + 7,516,192,768 B / 449.1 GB/s (16.736 ms)
+    # ring: α₀ + 7α + γS/2 + 7/8 · S/(ηB), on Simple (α₀ 52.7, α 3.15 µs) or LL128 (α₀ 30.7, α 4.50 µs, 0.92 of ηB;
+    # archsim.links.A100_PROTOCOLS), whichever is faster
+    (2**20, 65.37e-6),        # LL128: 30.7 + 31.5 + 0.944 + 917,504 B / 449.1 GB/s / 0.92 (2.221) µs (Simple 77.74)
+    (GPT3_ACTIVATION, 214.09e-6),  # LL128: 30.7 + 31.5 + 45.30 + 44,040,192 B / 449.1 GB/s / 0.92 (106.59) µs
+    # (Simple: 52.7 + 22.05 + 45.30 + 98.06 = 218.11 µs)
+    (2**33, 24.542e-3),       # Simple: 52.7 µs + 22.05 µs + 7.731 ms + 7,516,192,768 B / 449.1 GB/s (16.736 ms)
 ])
 def test_nvls_leaves_reduce_scatter_and_all_gather_on_the_ring(kind, nbytes, seconds):
     """NCCL's NVLS reduce-scatter sends the whole buffer S and its all-gather receives S, against the
@@ -170,10 +172,12 @@ def test_sequence_parallel_collectives_on_h100_and_a100():
     pair = {name: float(collective_seconds("all-gather", s, 8, link) + collective_seconds("reduce-scatter", s, 8, link))
             for name, link in (("h100", h100), ("a100", a100))}
     reduce = {name: float(collective_seconds("all-reduce", s, 8, link)) for name, link in (("h100", h100), ("a100", a100))}
-    # H100, NVLS: α₀ + 2α + γS + 9/8 · S/(ηB) = 52.7 + 6.3 + 90.60 + 126.08 = 275.68 µs; the pair 2 × 218.11
+    # H100, NVLS: α₀ + 2α + γS + 9/8 · S/(ηB) = 52.7 + 6.3 + 90.60 + 126.08 = 275.68 µs; the pair 2 × 214.09 on
+    # LL128 (test_nvls_leaves_reduce_scatter_and_all_gather_on_the_ring)
     assert reduce["h100"] == pytest.approx(275.68e-6, rel=2e-4)
-    # so SP pays 160.55 µs more a pair: a second α₀ (52.7), 12 more ring steps (37.8) and the wire, 14/8 against
-    # 9/8 buffers (196.13 − 126.08 = 70.05): the switch's reduction serves the all-reduce only
-    assert pair["h100"] - reduce["h100"] == pytest.approx(52.7e-6 + 12 * 3.15e-6 + 70.05e-6, rel=1e-3)
-    # A100 (no NVLS): the ring all-reduce is the pair's bytes and steps, 2(n − 1) of each: one α₀ apart
+    # so SP pays 152.50 µs more a pair: 2 × 214.09 − 275.68; the switch's reduction serves the all-reduce only
+    assert pair["h100"] - reduce["h100"] == pytest.approx(2 * 214.09e-6 - 275.68e-6, rel=1e-3)
+    # A100 (no NVLS; S/(ηB) at 299.4 GB/s): Simple is the faster for both at this size (all-gather 267.15 µs against
+    # LL128's 30.7 + 31.5 + 45.30 + 147.10 / 0.92 = 267.39), and the ring all-reduce is the pair's bytes and steps,
+    # 2(n − 1) of each: one α₀ apart
     assert pair["a100"] - reduce["a100"] == pytest.approx(52.7e-6, rel=1e-6)

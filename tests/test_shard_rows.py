@@ -33,9 +33,12 @@ NODE = ROOT / "configs" / "clusters" / "a100_node.toml"
 
 def _ring(kind: str, s: float, n: int, link: LinkClass) -> float:
     """NCCL's ring all-gather or reduce-scatter of S bytes over n GPUs, written out: α₀ + (n − 1)α + γS/2 +
-    (n − 1)/n·S/(ηB)."""
-    return link.launch_s + (n - 1) * link.alpha_s + link.copy_s_per_byte * s / 2 + \
+    (n − 1)/n·S/(ηB) on Simple, or with each of the link's other protocols' own α₀, α and share of ηB (NCCL's LL128:
+    archsim.nccl_protocols), whichever is faster."""
+    simple = link.launch_s + (n - 1) * link.alpha_s + link.copy_s_per_byte * s / 2 + \
         (n - 1) / n * s / (link.efficiency * link.bandwidth)
+    return min([simple, *(p.launch_s + (n - 1) * p.alpha_s + link.copy_s_per_byte * s / 2
+                          + (n - 1) / n * s / (p.fraction * link.efficiency * link.bandwidth) for p in link.protocols)])
 
 
 def test_fsdp_collectives_are_train_rows():

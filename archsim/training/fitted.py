@@ -6,8 +6,10 @@ kept with the link classes below ``spp/`` and ``training/``, so plan and train p
 fitted by :func:`archsim.training.nccl_fit.fit_link`
 to the nccl-tests all-reduce tables of **2, 4 and 8 GPUs** (sizes ≥ 16 MB), once for A100s (NVSwitch)
 and once for V100s (DGX-1 hybrid cube-mesh, bandwidth = NVLink rings × one link's); the tables of 3,
-5, 6 and 7 GPUs are kept for the check (tests/test_training_collectives.py). Refit with
-``python benchmarks/bench_vtrain_e2e.py --refit``.
+5, 6 and 7 GPUs are kept for the check (tests/test_training_collectives.py). Then, those held, NCCL's LL128 protocol's
+α₀ and α (:data:`archsim.links.A100_PROTOCOLS`, :data:`archsim.links.V100_PROTOCOLS`) by
+:func:`archsim.training.nccl_fit.fit_protocols` on the same tables at every size (tests/test_nccl_protocols.py). Refit
+with ``python benchmarks/bench_vtrain_e2e.py --refit``.
 
 GPU kernels on tensor cores (:data:`A100_KERNELS`, the one constants type of the kernel model,
 :class:`~archsim.devices.kernel_constants.KernelConstants`, with one HBM fraction for every memory-bound class:

@@ -4,10 +4,10 @@ A table (``*_AR_GPU{n}_*.csv``) has the header ``size(B),count,type,time(ns),bus
 busbw(GB/s)``: two runs per size. archsim takes the mean of the two times.
 
 The fit minimises the squared log-ratio of modelled to measured time (every size counts alike,
-whatever its magnitude) over the tables given, sizes from 16 MB (below, NCCL switches to its
-low-latency protocols, which one α–β line does not follow; the 1–16 MB part is left out of the fit and
-the check alike); the caller decides which GPU
-counts are fitted and which are kept for the check (:data:`archsim.training.fitted`).
+whatever its magnitude) over the tables given: Simple's η, α, α₀ and γ (:func:`fit_link`) on sizes from 16 MB
+(below, NCCL switches to LL128, which Simple's α–β line does not follow), then, those held, the low-latency
+protocols' latencies (:func:`fit_protocols`, :mod:`archsim.nccl_protocols`) on every size; the caller decides
+which GPU counts are fitted and which are kept for the check (:data:`archsim.training.fitted`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 
 from archsim.collectives import LinkClass, collective_seconds
 from archsim.errors import InputError
+from archsim.nccl_protocols import FRACTIONS, Protocol
 from archsim.validate import read_text
 from archsim.value_parsers import parse_float, parse_int
 
@@ -94,10 +95,28 @@ def fit_link(tables: list[NcclTable], base: LinkClass, min_bytes: float = 16 * 2
     return link_of(fit.x)
 
 
+def fit_protocols(tables: list[NcclTable], link_of, names: tuple[str, ...] = ("LL", "LL128")) -> tuple[Protocol, ...]:
+    """NCCL's low-latency protocols ``names`` (:data:`archsim.nccl_protocols.FRACTIONS`: at NCCL's fractions of
+    Simple's bandwidth) with their launch and per-step latencies fitted to ``tables`` at every size (least squares on
+    log time ratios), the link classes ``link_of(gpus)`` (Simple: their fitted η, α, α₀, γ) held."""
+    from scipy.optimize import least_squares
+
+    def protocols(x: np.ndarray) -> tuple[Protocol, ...]:
+        return tuple(Protocol(name, FRACTIONS[name], float(x[2 * i]) * 1e-6, float(x[2 * i + 1]) * 1e-6)
+                     for i, name in enumerate(names))
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        return np.concatenate([np.log(model_seconds(t, replace(link_of(t.gpus), protocols=protocols(x))) / t.seconds)
+                               for t in tables])
+
+    fit = least_squares(residuals, x0=[20.0, 2.0] * len(names), bounds=([0.0] * 2 * len(names), [300.0, 50.0] * len(names)))
+    return protocols(fit.x)
+
+
 def relative_errors(table: NcclTable, link: LinkClass, min_bytes: float = 16 * 2**20) -> np.ndarray:
     """(model − measured) / measured for the table's sizes of at least ``min_bytes``."""
     keep = table.sizes >= min_bytes
     return model_seconds(table, link)[keep] / table.seconds[keep] - 1.0
 
 
-__all__ = ["NcclTable", "fit_link", "model_seconds", "read_nccl_table", "read_nccl_tables", "relative_errors"]
+__all__ = ["NcclTable", "fit_link", "fit_protocols", "model_seconds", "read_nccl_table", "read_nccl_tables", "relative_errors"]
