@@ -95,9 +95,14 @@ def table_gpu(table: KernelTable, overrides: GpuOverrides = GpuOverrides()) -> t
         except ValueError:
             raise InputError(f"expected an integer, got {measured_sms!r}", file=table.source,
                              field="sm_count") from None
-    spec = resolve_gpu(name, like=overrides.like, sm_count=sm_count,
-                       tensor_cores_per_sm=overrides.tensor_cores_per_sm, mma=overrides.mma,
-                       clock_hz=overrides.clock_hz, memory_bytes_per_s=overrides.memory_bytes_per_s)
+    try:
+        spec = resolve_gpu(name, like=overrides.like, sm_count=sm_count,
+                           tensor_cores_per_sm=overrides.tensor_cores_per_sm, mma=overrides.mma,
+                           clock_hz=overrides.clock_hz, memory_bytes_per_s=overrides.memory_bytes_per_s)
+    except InputError as exc:  # an SM count the CSV's '# sm_count:' line gave is refused at that file, not the flag
+        if exc.where.field != "sm_count" or exc.where.file is not None or overrides.sm_count is not None:
+            raise
+        raise InputError(exc.message, file=table.source, field="sm_count") from None
     return name, spec
 
 
