@@ -43,6 +43,7 @@ from archsim.errors import InputError
 from archsim.jit import announce_compile
 from archsim.matrix_collectives import channel_link, pair_latency, ring_allreduce_on
 from archsim.numba_cache import njit, small_in_python
+from archsim.partition.memo import per_profile
 from archsim.partition.profile import LayerProfile
 from archsim.ring_allreduce import ring_allreduce_time
 
@@ -51,6 +52,7 @@ from archsim.ring_allreduce import ring_allreduce_time
 PYTHON_WORK = 500_000
 
 
+@per_profile  # read by every PE schedule's stage_plans (plan --objective exact schedules hundreds)
 def boundary_directions(profile: LayerProfile) -> tuple[np.ndarray, np.ndarray]:
     """Per layer l, the bytes crossing a cut between layers l and l + 1 in one micro-batch forward (d^f) and back
     (d^b); both 0 after the last layer. On a chain, d^f is l's activation and d^b the δ layer l + 1 sends. On a
@@ -76,6 +78,7 @@ def boundary_directions(profile: LayerProfile) -> tuple[np.ndarray, np.ndarray]:
                               for l in range(len(activation) - 1)] + [0.0])
         back[:-1] += (crossing - read_next)[:-1]  # crossing tensors layer l + 1 does not read
     forward[-1] = 0.0
+    forward.flags.writeable = back.flags.writeable = False  # kept for the profile's life: no caller may change it
     return forward, back
 
 
@@ -198,8 +201,7 @@ def phi(profile: LayerProfile, bandwidth: np.ndarray) -> float:
     """Lemma 2's Φ = max{p_max b_max, d_max} / Γ · (1/b_min − 1/b_max)."""
     links = bandwidth[~np.eye(len(bandwidth), dtype=bool)]
     b_min, b_max = float(links.min()), float(links.max())
-    p_max = float(max(profile.total))
-    d_max = float(max(boundary_bytes(profile)[:-1], default=0.0))
+    p_max, d_max = float(max(profile.total)), float(max(boundary_bytes(profile)[:-1], default=0.0))
     gamma = float(sum(profile.forward) + sum(profile.backward)) / len(bandwidth)
     return max(p_max * b_max, d_max) / gamma * (1 / b_min - 1 / b_max)
 
@@ -277,18 +279,17 @@ def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
     b = bandwidth[np.ix_(order, order)]
     shared = links if links is not None and links.sends_on is not None else None  # a split channel's shared links
     lat = np.broadcast_to(np.asarray(latency, dtype=float), bandwidth.shape)[np.ix_(order, order)]
-    inf = np.inf
     work = np.concatenate([[0.0], np.cumsum(np.add(profile.forward, profile.backward))])
     params = np.concatenate([[0.0], np.cumsum(np.asarray(profile.weight_bytes, dtype=float))])
     size = boundary_bytes(profile)
     # slowest link inside the block of r devices ending at position i (1-based i), and between the
     # block of r' ending at i − r and the block of r ending at i.
-    inside = np.full((V + 1, V + 1), inf)
+    inside = np.full((V + 1, V + 1), np.inf)
     for i in range(1, V + 1):
         for r in range(1, i + 1):
             block = b[i - r:i, i - r:i]
-            inside[r, i] = inf if r == 1 else block[~np.eye(r, dtype=bool)].min()
-    between = np.full((V + 1, V + 1, V + 1), inf)  # [r', r, i]
+            inside[r, i] = np.inf if r == 1 else block[~np.eye(r, dtype=bool)].min()
+    between = np.full((V + 1, V + 1, V + 1), np.inf)  # [r', r, i]
     lag = np.zeros((V + 1, V + 1, V + 1))  # [r', r, i]
     for i in range(1, V + 1):
         for r in range(1, i):
@@ -308,7 +309,7 @@ def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
     group, exact = _exact_allreduce(order, bandwidth, seg_par, links)
     if links is not None:
         allreduce = np.zeros_like(allreduce)  # the exact price replaces the paper's
-    W = np.full((L + 1, V + 1, V + 1), inf)  # ξ = 1
+    W = np.full((L + 1, V + 1, V + 1), np.inf)  # ξ = 1
     for l in range(1, L + 1):
         for r in range(1, most_replicas(V, samples) + 1):
             W[l, r, r] = compute[r] * work[l] + allreduce[r, r] * params[l] + exact[group[r, r], 0, l]
@@ -356,8 +357,7 @@ def plan_at(choice: Sequence[np.ndarray], order: Sequence[int], xi: int, l: int,
             value: float) -> PRMPlan:
     """The plan W[ξ][l, r, i] holds (layers 0..l−1 in ξ stages on the first i devices, the last stage on r),
     read back from the levels' choices (l′, r′); ``value`` is its 𝒲."""
-    stages: list[tuple[int, int]] = []
-    reps: list[int] = []
+    stages, reps = list[tuple[int, int]](), list[int]()
     for level in range(xi, 1, -1):
         lp, rp = (int(x) for x in choice[level - 2][l, r, i])
         stages, reps, l, i, r = [*stages, (lp, l)], [*reps, r], lp, i - r, rp
