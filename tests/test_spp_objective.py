@@ -14,9 +14,10 @@ import archsim
 from archsim.cli import main
 from archsim.errors import InputError
 from archsim.partition import profile_from_costs
-from archsim.spp.pe_order import pe_finish_time
+from archsim.spp.pe_order import StagePlan, pe_finish_time
 from archsim.spp.plan import spp, stage_plans
 from archsim.spp.prm import PRMPlan, plan_value
+from archsim.spp.prm_exact import pipeline_bound
 from archsim.spp.topology import Topology
 
 # Three layers (F, B in ms; activation and parameter bytes) on two one-GPU servers at 10 GB/s, 4 micro-batches.
@@ -147,3 +148,20 @@ def test_exact_is_a_brute_force_over_prms_candidates(seed, layers, devices, most
         assert got[count] == pytest.approx(makespan, rel=1e-12)
     assert exact.makespan == pytest.approx(min(expected.values()), rel=1e-12)
     assert all(e <= p * (1 + 1e-12) for (_, _, e), (_, _, p) in zip(exact.by_stage_count, paper.by_stage_count))
+
+
+def test_the_pipeline_bound_by_hand():
+    """Two stages, F = B = 1 s, no transfers, 2 micro-batches: stage 2 waits 1 s for the first forward, runs its
+    2 × 2 s, and the last micro-batch's backward on stage 1 takes 1 s more: 6 s, as PE's schedule."""
+    plans = [StagePlan(1.0, 1.0), StagePlan(1.0, 1.0)]
+    assert pipeline_bound(plans, 2) == pytest.approx(6.0)
+    assert pe_finish_time(plans, 2) == pytest.approx(6.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), stages=st.integers(1, 5), microbatches=st.integers(1, 6))
+def test_pe_never_runs_below_the_pipeline_bound(seed, stages, microbatches):
+    """The bound ``exact`` skips plans by is one: PE's makespan of drawn stages, sends and all-reduces is never below it."""
+    rng = np.random.default_rng(seed)
+    plans = [StagePlan(*(float(x) for x in rng.uniform(0.0, 3.0, 5))) for _ in range(stages)]
+    assert pipeline_bound(plans, microbatches) <= pe_finish_time(plans, microbatches) * (1 + 1e-12)

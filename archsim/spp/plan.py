@@ -93,14 +93,16 @@ def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_sta
     order = recursive_device_order(topology).order
     limit = stage_count_limit(profile, topology, max_stages)
 
+    def times(plan: PRMPlan) -> list[StagePlan]:
+        return stage_plans(profile, plan, topology.bandwidth, topology.latency, topology.links, samples)
+
     def schedule(plan: PRMPlan) -> float:
-        return pe_finish_time(stage_plans(profile, plan, topology.bandwidth, topology.latency, topology.links,
-                                          samples), microbatches)
+        return pe_finish_time(times(plan), microbatches)
 
     best = None
     table = []
     for plan, makespan in _picks(profile, order, topology, microbatches, limit, samples, on_level, objective,
-                                 schedule):
+                                 schedule, times):
         count = len(plan.stages)
         table.append((count, plan.value, makespan))
         if on_stage_count is not None:
@@ -118,7 +120,7 @@ def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_sta
 
 
 def _picks(profile: LayerProfile, order, topology: Topology, microbatches: int, limit: int, samples, on_level,
-           objective: str, schedule) -> Iterator[tuple[PRMPlan, float]]:
+           objective: str, schedule, times) -> Iterator[tuple[PRMPlan, float]]:
     """Each stage count's plan and PE makespan under ``objective`` (:func:`spp`)."""
     from archsim.spp.prm import most_replicas, prm_plans, prm_search
 
@@ -127,11 +129,12 @@ def _picks(profile: LayerProfile, order, topology: Topology, microbatches: int, 
     if objective == "paper":
         yield from ((plan, schedule(plan)) for plan in prm_plans(tables, choice, order))
         return
-    from archsim.spp.prm_exact import candidates, fastest
+    from archsim.spp.prm_exact import candidates, fastest, pipeline_bound
 
     for xi in range(1, limit + 1):
         pick = fastest(candidates(tables, choice, inputs, order, xi, microbatches,
-                                  most_replicas(len(order), samples)), schedule)
+                                  most_replicas(len(order), samples)), schedule,
+                       lambda plan: pipeline_bound(times(plan), microbatches))
         if pick is not None:
             yield pick
 

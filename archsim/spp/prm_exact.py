@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from archsim.spp.pe_order import StagePlan
 from archsim.spp.prm import PRMPlan, plan_at
 
 
@@ -61,13 +62,29 @@ def candidates(tables: Sequence[np.ndarray], choice: Sequence[np.ndarray], input
                       (*head.devices, tuple(order[V - r:])))
 
 
-def fastest(plans: Iterator[PRMPlan], schedule: Callable[[PRMPlan], float]) -> tuple[PRMPlan, float] | None:
-    """The plan of ``plans`` (in rising 𝒲) ``schedule`` (PE's makespan, never below 𝒲) runs fastest, the first of
-    equals; the plans whose 𝒲 reaches the best makespan are never scheduled. None if there is no plan."""
+def pipeline_bound(stages: Sequence[StagePlan], microbatches: int) -> float:
+    """A makespan PE never undercuts (seconds, or the plan's unit): stage n cannot start before the first micro-batch's
+    forwards and sends before it, runs its M forwards and backwards one at a time, and after its last backward that
+    micro-batch still goes back through the stages before it while n's all-reduce runs."""
+    bound, before, after = 0.0, 0.0, 0.0
+    for stage in stages:
+        bound = max(bound, before + microbatches * (stage.forward + stage.backward) + max(stage.allreduce, after))
+        before += stage.forward + stage.comm_forward
+        after += stage.backward + stage.comm_backward
+    return bound
+
+
+def fastest(plans: Iterator[PRMPlan], schedule: Callable[[PRMPlan], float],
+            bound: Callable[[PRMPlan], float] | None = None) -> tuple[PRMPlan, float] | None:
+    """The plan of ``plans`` (in rising 𝒲) ``schedule`` (PE's makespan, never below 𝒲 nor ``bound``) runs fastest,
+    the first of equals; the plans whose 𝒲 reaches the best makespan are never scheduled, nor those whose ``bound``
+    is above it. None if there is no plan."""
     best: tuple[PRMPlan, float] | None = None
     for plan in plans:
         if best is not None and plan.value >= best[1]:
             break
+        if best is not None and bound is not None and bound(plan) > best[1] * (1 + 1e-9):
+            continue
         makespan = schedule(plan)
         if best is None or makespan < best[1]:
             best = (plan, makespan)
