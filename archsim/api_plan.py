@@ -53,7 +53,7 @@ def _warn(kind: str, text: str) -> None:
 @speaks_keywords
 def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: Count, method: str = "spp",
          baselines: str | None = None, seed: Count | None = None, links: str = "paper", replication: str = "paper",
-         max_stages: Count | None = None, activation_compression_ratio: Number | None = None,
+         objective: str = "paper", max_stages: Count | None = None, activation_compression_ratio: Number | None = None,
          memory_constraint: bool = False, straight_pipeline: bool = False, use_fewer_machines: bool = False,
          array: str | int | Path | ArrayConfig | None = None, dataflow: str | None = None,
          config: str | Path | None = None, dtype: str | None = None, element_bytes: Count | None = None,
@@ -68,6 +68,7 @@ def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: Co
     baseline (dp, gpipe, pipedream-prm, hetpipe), or layerpipe (Algorithm 1 laid on the cluster, its makespan as a
     baseline's); ``baselines`` archsim, paper or none; ``links`` paper or exact;
     ``replication`` paper or exact (how SPP's replicas of a stage share a micro-batch's samples);
+    ``objective`` paper or exact (SPP keeps each stage count's best plan by 𝒲, or the one PE runs fastest);
     the layers priced on the servers' device where they name one, else on an array (the array keywords as
     :func:`array_config`, at ``clock_ghz``, default 1) at ``micro_batch`` samples (or ``batch`` split over
     ``microbatches``) in ``mode``; ``max_ops`` and ``max_search_steps`` as their flags (None: their defaults; ``baselines`` and
@@ -77,7 +78,7 @@ def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: Co
     (UserWarning)."""
     from archsim.choices.devices import FP8_ARRAY_DTYPES
     from archsim.modes import MODES
-    from archsim.plan_flags import BASELINE_CONFIGS, LINK_MODELS, METHODS, NO_BASELINES, REPLICATION_MODELS
+    from archsim.plan_flags import BASELINE_CONFIGS, LINK_MODELS, METHODS, NO_BASELINES, OBJECTIVES, REPLICATION_MODELS
     from archsim.plan_run import run_plan
     from archsim.validate import DEFAULT_MAX_OPS, SEED_MAX
     from archsim.value_parsers import parse_float
@@ -97,6 +98,7 @@ def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: Co
     seed = None if seed is None else positive_int(seed, "seed", low=0, high=SEED_MAX, what="a seed")
     check_choice(links, LINK_MODELS, "links")
     check_choice(replication, REPLICATION_MODELS, "replication")
+    check_choice(objective, OBJECTIVES, "objective")
     max_stages = None if max_stages is None else positive_int(max_stages, "max-stages")
     if activation_compression_ratio is not None:
         try:
@@ -126,7 +128,7 @@ def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: Co
                                                                             high=10**15, what="a step count")
     settings = SimpleNamespace(
         network=network.name if isinstance(network, Network) else str(network), cluster=str(cluster), microbatches=microbatches, method=method, baselines=baselines,
-        seed=seed, links=links, replication=replication, max_stages=max_stages, activation_compression_ratio=activation_compression_ratio,
+        seed=seed, links=links, replication=replication, objective=objective, max_stages=max_stages, activation_compression_ratio=activation_compression_ratio,
         memory_constraint=memory_constraint, straight_pipeline=straight_pipeline,
         use_fewer_machines=use_fewer_machines, array=array, dataflow=dataflow,
         config=None if config is None else str(config), dtype=dtype, element_bytes=element_bytes,

@@ -16,6 +16,9 @@ from archsim.spp import SEARCH_STEP_LIMIT  # not archsim.spp.plan: pipedream nee
 LINK_MODELS = ("paper", "exact")  # spp.topology.LINK_MODELS (a test checks)
 # how a stage's replicas share a micro-batch: paper (SPP's 1/r each, any r) or exact (whole samples: ⌈m/r⌉/m, r ≤ m)
 REPLICATION_MODELS = ("paper", "exact")
+# which plan SPP keeps of each stage count: paper (PRM's best by 𝒲, §IV-B) or exact (the one PE runs fastest of the
+# tables' candidates, archsim.spp.prm_exact)
+OBJECTIVES = ("paper", "exact")
 BASELINE_METHODS = ("dp", "gpipe", "pipedream-prm", "hetpipe")  # spp.baselines.BASELINES (a test checks)
 BASELINE_CONFIGS = ("archsim", "paper")  # spp.baselines.CONFIGS (a test checks); the first, --baselines' default
 NO_BASELINES = "none"  # --baselines none: SPP alone, no baseline run (nor its search counted)
@@ -81,6 +84,9 @@ def check_flags(args: Any) -> None:
         raise InputError(f"{setting('replication', 'exact')} sets how SPP's replicas share a micro-batch; "
                          f"{setting('method', 'pipedream')} is PipeDream's optimizer, which replicates by its own "
                          "model: drop it", field="replication")
+    if getattr(args, "objective", "paper") == "exact" and args.method == "pipedream":
+        raise InputError(f"{setting('objective', 'exact')} sets which plan SPP keeps; {setting('method', 'pipedream')} "
+                         "is PipeDream's optimizer, which runs no SPP search: drop it", field="objective")
     if args.network is not None and Path(args.network).suffix == ".txt":
         given = [name for name, value in (
             ("micro-batch", args.micro_batch), ("batch", args.batch), ("mode", args.mode), ("only", args.only),
@@ -119,5 +125,5 @@ def _check_method_options(args: Any) -> None:
 
 
 __all__ = ["ARRAY_FLAGS", "BASELINE_CONFIGS", "BASELINE_METHODS", "DEFAULT_DTYPE", "DEFAULT_MICRO_BATCH", "LINK_MODELS",
-           "MAKESPAN_METHODS", "METHODS", "NO_BASELINES", "PAPER_BASELINES", "REPLICATION_MODELS", "TIMELINE_METHODS",
+           "MAKESPAN_METHODS", "METHODS", "NO_BASELINES", "OBJECTIVES", "PAPER_BASELINES", "REPLICATION_MODELS", "TIMELINE_METHODS",
            "array_flags", "check_flags", "micro_batch"]

@@ -138,6 +138,7 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
     # at 0 until they were built), SPP's stage counts, then the baselines (seconds each on a large profile)
     with progress(max(limit - 1, 0) + limit + len(methods), "SPP", "step") as bar:
         result = spp(profile, topology, args.microbatches, max_stages=args.max_stages, samples=samples,
+                     objective=getattr(args, "objective", "paper"),
                      on_level=lambda _: bar.update(), on_stage_count=lambda _: bar.update())
         others, chosen = {}, None
         for method in methods:
@@ -165,6 +166,8 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
         config["links"] = args.links
     if samples is not None:
         config["replication"] = "exact"
+    if getattr(args, "objective", "paper") != "paper":
+        config["objective"] = args.objective
     names = profile.names
     times = stage_plans(profile, result.plan, topology.bandwidth, topology.latency, topology.links, samples)
     rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layer_count": b - a,

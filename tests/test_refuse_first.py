@@ -115,7 +115,7 @@ def test_an_spp_search_too_large_is_refused_before_any_table(monkeypatch, capsys
     pipedream-prm baseline, which searches the same 32 stage counts) and refused first."""
     from archsim.spp import prm
 
-    monkeypatch.setattr(prm, "prm_tables", _must_not_run)
+    monkeypatch.setattr(prm, "prm_search", _must_not_run)
     argv = ["plan", "tests/data/pipedream/profiles/resnet50.txt", "--cluster", "configs/clusters/spp_sim.toml",
             "--microbatches", "4", "--max-search-steps", "1000"]
     code, out, err = run(argv, capsys)
@@ -133,7 +133,7 @@ def test_spp_tables_over_4_gb_are_refused_before_any_table(monkeypatch, tmp_path
     --max-stages does not bound."""
     from archsim.spp import prm
 
-    monkeypatch.setattr(prm, "prm_tables", _must_not_run)
+    monkeypatch.setattr(prm, "prm_search", _must_not_run)
     cluster = tmp_path / "big.toml"
     cluster.write_text('[cluster]\nname = "big"\ninter_server_gbps = 100\n\n'
                        '[[servers]]\ncount = 128\ngpus = 8\nintra_server_gbps = 1000\n')

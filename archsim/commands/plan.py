@@ -26,6 +26,7 @@ from archsim.plan_flags import (  # the flags, once for this command and archsim
     LINK_MODELS,
     METHODS,
     NO_BASELINES,
+    OBJECTIVES,
     REPLICATION_MODELS,
 )
 from archsim.value_parsers import float_flag, int_flag, seed_flag
@@ -65,6 +66,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how SPP's replicas of a stage share a micro-batch: paper (default: each runs 1/r of it, "
                              "any r, the SPP paper's §III-B) or exact (each takes whole samples: ⌈m/r⌉/m of it for m "
                              "samples per micro-batch, and a stage has at most m replicas; docs/papers/spp.md)")
+    parser.add_argument("--objective", default="paper", choices=OBJECTIVES,
+                        help="which plan SPP keeps of each stage count: paper (default: PRM's best by its objective 𝒲, "
+                             "the SPP paper's §IV-B) or exact (the one PE runs fastest of every plan PRM's tables "
+                             "hold with its last stage's layers and GPUs and the GPUs before it free, scheduled in "
+                             "rising 𝒲 until 𝒲 reaches the best makespan; docs/papers/spp.md)")
     parser.add_argument("--max-stages", type=positive_int, default=None,
                         help="try at most this many stages (default: as many as devices and layers allow)")
     pipedream = parser.add_argument_group("PipeDream's optimizer (--method pipedream), as its own flags")

@@ -3,7 +3,7 @@ replication and mapping, schedule it with PE, and keep the stage count with the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -78,26 +78,32 @@ def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth, latency=0.0, li
 
 
 def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_stages: int | None = None,
-        on_stage_count=None, samples: int | None = None, on_level=None) -> SPPResult:
+        on_stage_count=None, samples: int | None = None, on_level=None, objective: str = "paper") -> SPPResult:
     """``on_level(ξ)``, if given, is called after each level ξ ≥ 2 of the PRM tables is built and
     ``on_stage_count(n)`` after each stage count is scheduled (progress: the levels take nearly all the time).
     Each stage count's makespan is :func:`~archsim.spp.pe_order.pe_finish_time` (PE's makespan); the
     event simulator runs once, on the chosen plan, for its timeline. ``samples``: the m samples of a
-    micro-batch, each replica taking whole ones (:func:`~archsim.spp.prm.replica_seconds`); None: the paper's 1/r."""
+    micro-batch, each replica taking whole ones (:func:`~archsim.spp.prm.replica_seconds`); None: the paper's 1/r.
+    ``objective``: ``paper`` schedules each stage count's best plan by 𝒲 (§IV-B), ``exact`` the one PE runs fastest
+    among the tables' candidates (:mod:`archsim.spp.prm_exact`; a row's 𝒲 is then the chosen plan's)."""
     from archsim.spp.pe import pe_makespan  # the simulator: here, not at the top (a PipeDream plan needs none)
     from archsim.spp.pe_order import pe_finish_time
-    from archsim.spp.prm import prm_tables
     from archsim.spp.rdo import recursive_device_order
 
     order = recursive_device_order(topology).order
     limit = stage_count_limit(profile, topology, max_stages)
+
+    def times(plan: PRMPlan) -> list[StagePlan]:
+        return stage_plans(profile, plan, topology.bandwidth, topology.latency, topology.links, samples)
+
+    def schedule(plan: PRMPlan) -> float:
+        return pe_finish_time(times(plan), microbatches)
+
     best = None
     table = []
-    for plan in prm_tables(profile, order, topology.bandwidth, microbatches, limit, topology.latency,
-                           topology.links, samples, on_level=on_level):
+    for plan, makespan in _picks(profile, order, topology, microbatches, limit, samples, on_level, objective,
+                                 schedule, times):
         count = len(plan.stages)
-        makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth, topology.latency, topology.links,
-                                              samples), microbatches)
         table.append((count, plan.value, makespan))
         if on_stage_count is not None:
             on_stage_count(count)
@@ -111,6 +117,26 @@ def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_sta
     timeline = replace(timeline, unit=profile.unit)  # seconds: a Gantt's axis and a frame's attrs say so, not cycles
     partition = prm_partition(profile, best[0], topology.bandwidth, "spp", best[1], topology.links)
     return SPPResult(partition, best[0], best[1], order, tuple(table), timeline)
+
+
+def _picks(profile: LayerProfile, order, topology: Topology, microbatches: int, limit: int, samples, on_level,
+           objective: str, schedule, times) -> Iterator[tuple[PRMPlan, float]]:
+    """Each stage count's plan and PE makespan under ``objective`` (:func:`spp`)."""
+    from archsim.spp.prm import most_replicas, prm_plans, prm_search
+
+    tables, choice, inputs = prm_search(profile, order, topology.bandwidth, microbatches, limit, topology.latency,
+                                        topology.links, samples, on_level)
+    if objective == "paper":
+        yield from ((plan, schedule(plan)) for plan in prm_plans(tables, choice, order))
+        return
+    from archsim.spp.prm_exact import candidates, fastest, pipeline_bound
+
+    for xi in range(1, limit + 1):
+        pick = fastest(candidates(tables, choice, inputs, order, xi, microbatches,
+                                  most_replicas(len(order), samples)), schedule,
+                       lambda plan: pipeline_bound(times(plan), microbatches))
+        if pick is not None:
+            yield pick
 
 
 def stage_count_limit(profile: LayerProfile, topology: Topology, max_stages: int | None = None) -> int:

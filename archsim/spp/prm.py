@@ -34,6 +34,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import pairwise
 
 import numpy as np
 
@@ -42,6 +43,7 @@ from archsim.errors import InputError
 from archsim.jit import announce_compile
 from archsim.matrix_collectives import channel_link, pair_latency, ring_allreduce_on
 from archsim.numba_cache import njit, small_in_python
+from archsim.partition.memo import per_profile
 from archsim.partition.profile import LayerProfile
 from archsim.ring_allreduce import ring_allreduce_time
 
@@ -50,6 +52,7 @@ from archsim.ring_allreduce import ring_allreduce_time
 PYTHON_WORK = 500_000
 
 
+@per_profile  # read by every PE schedule's stage_plans (plan --objective exact schedules hundreds)
 def boundary_directions(profile: LayerProfile) -> tuple[np.ndarray, np.ndarray]:
     """Per layer l, the bytes crossing a cut between layers l and l + 1 in one micro-batch forward (d^f) and back
     (d^b); both 0 after the last layer. On a chain, d^f is l's activation and d^b the δ layer l + 1 sends. On a
@@ -75,6 +78,7 @@ def boundary_directions(profile: LayerProfile) -> tuple[np.ndarray, np.ndarray]:
                               for l in range(len(activation) - 1)] + [0.0])
         back[:-1] += (crossing - read_next)[:-1]  # crossing tensors layer l + 1 does not read
     forward[-1] = 0.0
+    forward.flags.writeable = back.flags.writeable = False  # kept for the profile's life: no caller may change it
     return forward, back
 
 
@@ -176,11 +180,9 @@ def prm(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, micr
     W.cache_clear()
     if not plan:
         raise InputError("no feasible plan", field="stages")
-    devices, position = [], 0
-    for _, r in plan:
-        devices.append(order[position:position + r])
-        position += r
-    return PRMPlan(value, tuple(s for s, _ in plan), tuple(r for _, r in plan), tuple(devices))
+    ends = np.cumsum([0, *(r for _, r in plan)])
+    return PRMPlan(value, tuple(s for s, _ in plan), tuple(r for _, r in plan),
+                   tuple(order[a:b] for a, b in pairwise(ends)))
 
 
 def plan_value(profile: LayerProfile, microbatches: int, stages: Sequence[tuple[int, int]],
@@ -199,10 +201,8 @@ def phi(profile: LayerProfile, bandwidth: np.ndarray) -> float:
     """Lemma 2's Φ = max{p_max b_max, d_max} / Γ · (1/b_min − 1/b_max)."""
     links = bandwidth[~np.eye(len(bandwidth), dtype=bool)]
     b_min, b_max = float(links.min()), float(links.max())
-    p_max = float(max(profile.total))
-    d_max = float(max(boundary_bytes(profile)[:-1], default=0.0))
-    gamma = float(sum(profile.forward) + sum(profile.backward))
-    gamma /= len(bandwidth)
+    p_max, d_max = float(max(profile.total)), float(max(boundary_bytes(profile)[:-1], default=0.0))
+    gamma = float(sum(profile.forward) + sum(profile.backward)) / len(bandwidth)
     return max(p_max * b_max, d_max) / gamma * (1 / b_min - 1 / b_max)
 
 
@@ -240,27 +240,30 @@ def prm_search_size(layers: int, devices: int, max_stages: int,
 def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
                max_stages: int, latency=0.0, links: PairLinks | None = None,
                samples: int | None = None, on_level=None) -> list[PRMPlan]:
-    """PRM for every stage count 1..max_stages at once (the same recurrence as :func:`prm`, tested
-    equal). Tables W[ξ][l, r, i] over l ≤ L, r ≤ V (≤ m ``samples``), i ≤ V; each level is one numba kernel
-    call. A stage count no plan reaches (every GPU a replica of at most m samples) is left out.
-    ``on_level(ξ)``, if given, is called after each level ξ ≥ 2 is built (progress: the levels are the search's
-    work, each the same L²V³/4 steps, and all are built before any plan is read back)."""
-    L, V = len(profile), len(order)
-    W, compute, seg_work, seg_par, allreduce, size, between, sends, lag, group, exact = prm_inputs(
-        profile, order, bandwidth, microbatches, latency, links, samples)
-    tables, choice = [W], []  # W[ξ] and the (l′, r′) chosen at each level ξ ≥ 2
-    inner, _ = prm_search_size(L, V, max_stages, links)
+    """PRM for every stage count 1..max_stages at once (the same recurrence as :func:`prm`, tested equal). Tables
+    W[ξ][l, r, i] over l ≤ L, r ≤ V (≤ m ``samples``), i ≤ V; each level is one numba kernel call. A stage count no
+    plan reaches (every GPU a replica of at most m samples) is left out. ``on_level(ξ)``, if given, is called after
+    each level ξ ≥ 2 is built (progress: each level is the same L²V³/4 steps, all built before any plan is read)."""
+    return prm_plans(*prm_search(profile, order, bandwidth, microbatches, max_stages, latency, links, samples,
+                                 on_level)[:2], order)
+
+
+def prm_search(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
+               max_stages: int, latency=0.0, links: PairLinks | None = None, samples: int | None = None,
+               on_level=None) -> tuple[list[np.ndarray], list[np.ndarray], tuple]:
+    """:func:`prm_tables`' levels W[ξ], their choices (l′, r′) and :func:`prm_inputs` (W[1] first)."""
+    inputs = prm_inputs(profile, order, bandwidth, microbatches, latency, links, samples)
+    tables, choice = [inputs[0]], list[np.ndarray]()  # W[ξ] and the (l′, r′) chosen at each level ξ ≥ 2
+    inner, V = prm_search_size(len(profile), len(order), max_stages, links)[0], len(order)
     with small_in_python(prm_level, inner, PYTHON_WORK), np.errstate(divide="ignore", invalid="ignore"):
         if max_stages >= 2:
             announce_compile(prm_level, "SPP's PRM tables")
         for _xi in range(2, max_stages + 1):
-            new, pick = prm_level(tables[-1], compute, seg_work, seg_par, allreduce, size, between, sends, lag,
-                               group, exact, microbatches, most_replicas(V, samples))
-            tables.append(new)
-            choice.append(pick)
+            new, pick = prm_level(tables[-1], *inputs[1:], microbatches, most_replicas(V, samples))
+            tables, choice = [*tables, new], [*choice, pick]
             if on_level is not None:
                 on_level(_xi)
-    return prm_plans(tables, choice, order)
+    return tables, choice, inputs
 
 
 def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
@@ -276,18 +279,17 @@ def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
     b = bandwidth[np.ix_(order, order)]
     shared = links if links is not None and links.sends_on is not None else None  # a split channel's shared links
     lat = np.broadcast_to(np.asarray(latency, dtype=float), bandwidth.shape)[np.ix_(order, order)]
-    inf = np.inf
     work = np.concatenate([[0.0], np.cumsum(np.add(profile.forward, profile.backward))])
     params = np.concatenate([[0.0], np.cumsum(np.asarray(profile.weight_bytes, dtype=float))])
     size = boundary_bytes(profile)
     # slowest link inside the block of r devices ending at position i (1-based i), and between the
     # block of r' ending at i − r and the block of r ending at i.
-    inside = np.full((V + 1, V + 1), inf)
+    inside = np.full((V + 1, V + 1), np.inf)
     for i in range(1, V + 1):
         for r in range(1, i + 1):
             block = b[i - r:i, i - r:i]
-            inside[r, i] = inf if r == 1 else block[~np.eye(r, dtype=bool)].min()
-    between = np.full((V + 1, V + 1, V + 1), inf)  # [r', r, i]
+            inside[r, i] = np.inf if r == 1 else block[~np.eye(r, dtype=bool)].min()
+    between = np.full((V + 1, V + 1, V + 1), np.inf)  # [r', r, i]
     lag = np.zeros((V + 1, V + 1, V + 1))  # [r', r, i]
     for i in range(1, V + 1):
         for r in range(1, i):
@@ -307,7 +309,7 @@ def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
     group, exact = _exact_allreduce(order, bandwidth, seg_par, links)
     if links is not None:
         allreduce = np.zeros_like(allreduce)  # the exact price replaces the paper's
-    W = np.full((L + 1, V + 1, V + 1), inf)  # ξ = 1
+    W = np.full((L + 1, V + 1, V + 1), np.inf)  # ξ = 1
     for l in range(1, L + 1):
         for r in range(1, most_replicas(V, samples) + 1):
             W[l, r, r] = compute[r] * work[l] + allreduce[r, r] * params[l] + exact[group[r, r], 0, l]
@@ -346,24 +348,22 @@ def prm_plans(tables: Sequence[np.ndarray], choice: Sequence[np.ndarray], order:
         final = tables[xi - 1][L, :, V]
         r = int(np.argmin(final))
         value = float(final[r])
-        if not np.isfinite(value):
-            continue
-        stages, reps, l, i = [], [], L, V
-        for level in range(xi, 1, -1):
-            lp, rp = (int(x) for x in choice[level - 2][l, r, i])
-            stages.append((lp, l))
-            reps.append(r)
-            l, i, r = lp, i - r, rp
-        stages.append((0, l))
-        reps.append(r)
-        stages.reverse()
-        reps.reverse()
-        devices, position = [], 0
-        for rr in reps:
-            devices.append(tuple(order[position:position + rr]))
-            position += rr
-        plans.append(PRMPlan(value, tuple(stages), tuple(reps), tuple(devices)))
+        if np.isfinite(value):
+            plans.append(plan_at(choice, order, xi, L, r, V, value))
     return plans
+
+
+def plan_at(choice: Sequence[np.ndarray], order: Sequence[int], xi: int, l: int, r: int, i: int,
+            value: float) -> PRMPlan:
+    """The plan W[ξ][l, r, i] holds (layers 0..l−1 in ξ stages on the first i devices, the last stage on r),
+    read back from the levels' choices (l′, r′); ``value`` is its 𝒲."""
+    stages, reps = list[tuple[int, int]](), list[int]()
+    for level in range(xi, 1, -1):
+        lp, rp = (int(x) for x in choice[level - 2][l, r, i])
+        stages, reps, l, i, r = [*stages, (lp, l)], [*reps, r], lp, i - r, rp
+    stages, reps = [(0, l), *stages[::-1]], [r, *reps[::-1]]
+    ends = np.cumsum([0, *reps])
+    return PRMPlan(value, tuple(stages), tuple(reps), tuple(tuple(order[a:b]) for a, b in pairwise(ends)))
 
 
 @njit(cache=True, error_model="numpy")  # IEEE division: x / 0 is inf, as numpy gives
