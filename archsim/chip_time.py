@@ -3,8 +3,8 @@ arrays (with ``--energy``, or in ``archsim energy``, one of one array stating ``
 lowered ops timed on the whole chip by the op timing ``train`` uses for device files
 (:func:`archsim.devices.kernel_ops.op_seconds`: each GEMM's folds dealt to the arrays in ⌈folds · count / arrays⌉
 waves of one fold's cycles at the arrays' clock, against its operands' and result's HBM bytes at the file's
-bandwidth (with ``[memory] dram_traffic = "scalesim"`` SCALE-Sim's counted DRAM words instead), whichever is longer — :mod:`archsim.devices.array_waves` — plus a memory-bound op's elements streamed at
-that bandwidth, the file's ``gemm_efficiency``, ``memory_efficiency`` and ``launch_s`` as train reads them).
+bandwidth (with ``[memory] dram_traffic = "scalesim"`` SCALE-Sim's counted DRAM words instead), whichever is longer — :mod:`archsim.devices.array_waves` — plus a memory-bound op's reads and writes streamed
+at that bandwidth (:func:`streamed_ops`, train's count), the file's ``gemm_efficiency``, ``memory_efficiency`` and ``launch_s`` as train reads them).
 
 Cost's other columns price one array (SCALE-Sim's count); these price the chip the file states, its arrays of the
 shape, dataflow and clock that array was costed at (``--array``, ``--dataflow`` and ``--clock-ghz`` override the
@@ -132,7 +132,7 @@ def layer_chip_seconds(lowered: Sequence[LayerOps], chip: Device, dtype: str,
     from archsim.devices.kernel_ops import op_seconds
 
     assert chip.efficiency is not None  # a device file states its own (1.0 and no launch unstated)
-    ops = [op for item in lowered for op in item.ops]
+    ops = streamed_ops([op for item in lowered for op in item.ops])
     seconds = op_seconds(ops, chip, chip.efficiency, dtype, element_bytes).tolist() if ops else []
     rows, position = [], 0
     for item in lowered:
@@ -143,6 +143,14 @@ def layer_chip_seconds(lowered: Sequence[LayerOps], chip: Device, dtype: str,
         row["chip_seconds"] = row["F_chip_seconds"] + row["G_chip_seconds"] + row["D_chip_seconds"]
         rows.append(row)
     return rows
+
+
+def streamed_ops(ops: Sequence[TrainingOp]) -> list[TrainingOp]:
+    """``ops`` as a device's op timing streams them: a lowered non-GEMM op's ``vector_elements`` (the vector unit's
+    element operations) replaced by the HBM elements its unfused kernel reads plus writes (``streamed_elements``,
+    :func:`archsim.lowering.streamed.layer_streamed`), the count train's op lists stream, so an op takes the same
+    seconds in ``cost``, ``energy`` and ``train``."""
+    return [op if op.streamed_elements is None else replace(op, vector_elements=op.streamed_elements) for op in ops]
 
 
 @dataclass(frozen=True)
@@ -183,7 +191,7 @@ def chip_seconds(lowered: Sequence[LayerOps], chip: Device, array: ArrayConfig, 
     cycles = (engine_cycles(ops, array) if chip.arrays.count == 1 else _shared_cycles(ops, array, chip)).tolist()
     bound: list[float | None] = [None] * len(ops)
     if chip.hbm_bytes_per_s > 0:  # a file that states its HBM rate (train's reader asks for one)
-        floor = (array_op_hbm_bytes(ops, chip, dtype, element_bytes) / chip.hbm_bytes_per_s).tolist()
+        floor = (array_op_hbm_bytes(streamed_ops(ops), chip, dtype, element_bytes) / chip.hbm_bytes_per_s).tolist()
         bound = [seconds if seconds > count / clock_hz else None for count, seconds in zip(cycles, floor, strict=True)]
     return ChipSeconds(_kind_seconds(lowered, cycles, bound, clock_hz), sum(seconds is not None for seconds in bound),
                        len(ops), sum(cycles) / clock_hz)
@@ -282,7 +290,7 @@ def chip_meta(chip: Device, engine: str = "analytic") -> dict[str, object]:
 
 
 _HBM_FLOOR = ("; each op at least its HBM bytes (train's count: each GEMM's operands and result once, or SCALE-Sim's "
-             "DRAM words with [memory] dram_traffic = \"scalesim\"; a vector op's elements streamed) ÷ hbm_gbps, "
+             "DRAM words with [memory] dram_traffic = \"scalesim\"; a vector op's reads and writes streamed) ÷ hbm_gbps, "
              "the engine giving each operand buffer the whole rate (chip_hbm_floor_ops: the ops it bound)")
 """What ``chip_seconds_by`` adds under the ``cycle`` engine: the HBM floor :func:`chip_seconds` sets."""
 
@@ -321,5 +329,6 @@ __all__ = [
     "layer_chip_seconds",
     "one_array_chip",
     "several_array_chip",
+    "streamed_ops",
     "timed_chip",
 ]

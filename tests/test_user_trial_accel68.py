@@ -82,7 +82,8 @@ def test_a_one_array_chip_under_the_cycle_engine_is_timed_by_its_stalled_cycles(
     at the clock (docs/formats.md, ``energy_leakage``), so nothing contradicts them and no note is said; since
     2026-12-05 each op's floored at its HBM bytes at 100 GB/s (tests/test_cycle_hbm_floor.py), which some ops here
     beat, the engine giving each operand buffer the whole 100 GB/s: by the documented count, each GEMM's
-    (m·k + k·n + m·n) · count and each vector op's elements, 2 bytes each, over the engine's own cycles of each op."""
+    (m·k + k·n + m·n) · count and each vector op's reads plus writes, 2 bytes each, over the engine's own cycles of each
+    op."""
     import json
 
     from archsim.api_inputs import array_and_notes
@@ -103,8 +104,14 @@ def test_a_one_array_chip_under_the_cycle_engine_is_timed_by_its_stalled_cycles(
            for op in layer.ops]
     each = op_cycles(ops, array, "cycle").tolist()
     assert sum(each) == cycles  # the engine's own count, op by op
-    floors = [(sum((g.m * g.k + g.k * g.n + g.m * g.n) * g.count for g in op.gemms) + op.vector_elements) * 2 / 100e9
-              for op in ops]
+    # A vector op's HBM elements are its reads plus writes (archsim/lowering/streamed.py), by hand at batch 2: the add
+    # reads conv_b and stem (2 × 32·32·16 · 2 = 65,536) and writes 32,768 forward, and backward reads dy and the
+    # branch's gradient, writes their sum (98,304 each way); the 2×2 pool reads 32,768 and writes 16·16·16 · 2 = 8,192
+    # each way (40,960). Until then each vector op's element operations (65,536 and 4 · 8,192 = 32,768).
+    streamed = {("add", "F"): 98_304, ("add", "D"): 98_304, ("pool", "F"): 40_960, ("pool", "D"): 40_960}
+    floors = [(sum((g.m * g.k + g.k * g.n + g.m * g.n) * g.count for g in op.gemms)
+               + streamed.get((op.layer, op.kind), 0)) * 2 / 100e9 for op in ops]
+    assert {(op.layer, op.kind) for op in ops if not op.gemms} == set(streamed)
     assert sum(floor > count / 1e9 for floor, count in zip(floors, each, strict=True)) > 0  # the binding regime
     floored = sum(max(floor, count / 1e9) for floor, count in zip(floors, each, strict=True))
     assert total["chip_seconds"] == pytest.approx(floored, rel=1e-12)  # 1 GHz

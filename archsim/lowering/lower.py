@@ -22,7 +22,9 @@ C input and M output channels, as (rows, reduction, cols) = out[rows×cols] = A[
   G = ∂B = (K, M, N), each repeated batch × repeat times (no weights: G is B's gradient).
 
 Layers that are not GEMMs run on the array's vector unit (one lane per array column), costed as
-element operations — documented per kind in :func:`_vector_work` — never zero by accident.
+element operations — documented per kind in :func:`_vector_work` — never zero by accident; what their unfused
+kernels stream through a device's HBM (reads plus writes, ``streamed_elements``) is
+:func:`archsim.lowering.streamed.layer_streamed`'s count, the one ``train``'s op lists take.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from dataclasses import replace
 
 from archsim.errors import InputError
 from archsim.lowering.ops import Gemm, LayerTensors, LoweredLayer, TrainingOp, check_mode
+from archsim.lowering.streamed import layer_streamed
 from archsim.modes import Mode
 from archsim.workload.layer import Layer, Network
 from archsim.workload.layer_types import NORM_KINDS
@@ -60,11 +63,16 @@ def lower_layer(layer: Layer, batch: int, mode: Mode = "exact", element_bytes: i
             ops.append(TrainingOp(layer.name, "D", d, out_bytes=tensors.delta_bytes))
     else:
         f_el, g_el, d_el = _vector_work(layer, batch)
-        ops.append(TrainingOp(layer.name, "F", (), vector_elements=f_el, out_bytes=tensors.activation_bytes))
+        f_hbm, g_hbm, d_hbm = layer_streamed(layer.kind, len(layer.inputs), batch * layer.input_elements,
+                                             batch * layer.output_elements, needs_delta)
+        ops.append(TrainingOp(layer.name, "F", (), vector_elements=f_el, out_bytes=tensors.activation_bytes,
+                              streamed_elements=f_hbm))
         if g_el:
-            ops.append(TrainingOp(layer.name, "G", (), vector_elements=g_el, out_bytes=tensors.weight_bytes))
+            ops.append(TrainingOp(layer.name, "G", (), vector_elements=g_el, out_bytes=tensors.weight_bytes,
+                                  streamed_elements=g_hbm))
         if needs_delta:
-            ops.append(TrainingOp(layer.name, "D", (), vector_elements=d_el, out_bytes=tensors.delta_bytes))
+            ops.append(TrainingOp(layer.name, "D", (), vector_elements=d_el, out_bytes=tensors.delta_bytes,
+                                  streamed_elements=d_hbm))
     return LoweredLayer(layer=layer, ops=tuple(ops), tensors=tensors)
 
 

@@ -68,6 +68,10 @@ class TrainingOp:
         first (split-K), on a GPU tile path that does not already (the tensor tiles): a convolution's
         weight gradient in cuDNN, whose N·P·Q reduction dwarfs its C·R·S × M output
         (:func:`archsim.validation.gpu_algorithms.kernel_ops`). Ignored by the array cost models.
+    streamed_elements: the HBM elements the op's unfused kernel reads plus writes where they differ from
+        ``vector_elements`` (the array lowering's element operations, which price the vector unit's cycles and
+        energy: :func:`archsim.lowering.streamed.layer_streamed`), what a device's op timing streams
+        (:func:`archsim.chip_time.chip_seconds`); None: ``vector_elements`` are those elements (train's op lists).
     gemm_dtype: the format of the GEMMs' operands A and B when it is not the training dtype — ``fp8``, a linear
         layer's GEMMs under Transformer Engine's recipe (:mod:`archsim.training.fp8_ops`), at the device's fp8
         peak, 1 byte an operand, C still the training dtype's; empty: the training dtype. Ignored by the array
@@ -90,6 +94,7 @@ class TrainingOp:
     kernel_dtype: str = ""
     split_k: bool = False
     gemm_dtype: str = ""
+    streamed_elements: int | None = None
 
     @property
     def macs(self) -> int:

@@ -11,7 +11,9 @@ Attention's scores S = Q·Kᵀ and context P·V are batched over b·a/t heads; b
 GEMMs are δ work (there are no weights), as :mod:`archsim.lowering` lowers ``matmul`` layers.
 
 Memory-bound ops count the elements of the training dtype they read and write
-(:attr:`~archsim.lowering.TrainingOp.vector_elements`, priced by :mod:`archsim.devices.kernel_ops`): a 1-byte
+(:attr:`~archsim.lowering.TrainingOp.vector_elements`, priced by :mod:`archsim.devices.kernel_ops`; the norms',
+softmax's, GeLU's and residual add's by :func:`archsim.lowering.streamed.streamed_elements`, the count ``cost``'s
+and ``energy``'s chip seconds take too): a 1-byte
 dropout mask is ½ element in fp16/bf16 and ¼ in fp32, an fp32 value (RoPE's angles, the log-sum-exp) 2 and 1
 (:func:`~archsim.training.kernel_bytes.dtype_elements`); below, "mask" is the mask's share:
 
@@ -58,6 +60,7 @@ under that GEMM's δ.
 from __future__ import annotations
 
 from archsim.lowering import TrainingOp
+from archsim.lowering.streamed import streamed_elements
 from archsim.training.context_parallel import flash_steps
 from archsim.training.flash_blocks import (
     dq_accum_values,
@@ -106,7 +109,7 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
         forward.append(f)
         backward.extend((d, g))
 
-    mem("norm1", 2 * local * h, 3 * local * h, ("ln", local, h))
+    mem("norm1", *streamed_elements("norm", local * h), ("ln", local, h))
     if c.mla:  # DeepSeek's latent projections, RoPE and attention core (mla_ops.py)
         mla = mla_work(c, tokens, local, t, sequence_parallel, dtype)
         forward.extend(mla.forward)
@@ -117,7 +120,7 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     gemm("proj", tokens, w.attention, h)
     residual = residual_elements(c, dtype)
     mem("residual1", residual * local * h, residual * local * h)
-    mem("norm2", 2 * local * h, 3 * local * h, ("ln", local, h))
+    mem("norm2", *streamed_elements("norm", local * h), ("ln", local, h))
     moe = moe_work(c, tokens, local, t, ep, dtype, etp) if c.moe else None  # routed experts in the MLP's place
     if moe is not None:
         forward.extend(moe.forward)
@@ -128,7 +131,7 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
         mem("silu_mul", 3 * tokens * ffn, 5 * tokens * ffn)
     else:
         gemm("fc1", tokens, h, ffn)
-        mem("bias_gelu", 2 * tokens * ffn, 3 * tokens * ffn)
+        mem("bias_gelu", *streamed_elements("unary", tokens * ffn))
     if moe is None:
         gemm("fc2", tokens, ffn, h)
     mem("residual2", residual * local * h, residual * local * h)
@@ -154,7 +157,7 @@ def _projections(c: TransformerConfig, w: LayerWidths, tokens: int, dtype: str, 
     if c.qk_norm:  # Qwen3: an RMS norm over head_dim on each local query and key head (all tokens), before RoPE
         for name, normed in (("q_norm", heads), ("k_norm", kv)):
             rows = tokens * normed
-            mem(name, 2 * rows * hd, 3 * rows * hd, ("ln", rows, hd))
+            mem(name, *streamed_elements("norm", rows * hd), ("ln", rows, hd))
     if c.rotary_dims:  # rotary positions on the local q and k heads, one fused kernel each way per tensor
         for name, rotated in (("rope_q", heads), ("rope_k", kv)):
             moved = rope_elements(tokens, rotated, hd, c.rotary_dims, dtype)
@@ -178,7 +181,7 @@ def _core(c: TransformerConfig, w: LayerWidths, b: int, attention: str, dtype: s
         scores = s * s * b * heads
         softmax_kernel = ("softmax", b * heads * s, s)
         if fused_softmax(s, b * heads, dtype):
-            mem("softmax", 2 * scores, 3 * scores, softmax_kernel)
+            mem("softmax", *streamed_elements("unary", scores), softmax_kernel)
         else:  # fp32: torch.nn.Softmax is PyTorch's own kernel, timed by its class as Hugging Face's is
             for name, fwd, bwd in unfused_softmax(dtype):
                 mem(name, fwd * scores, bwd * scores, softmax_kernel if name == "softmax" and dtype == "fp32" else ())
@@ -191,7 +194,8 @@ def residual_elements(c: TransformerConfig, dtype: str = "fp16") -> float:
     """Elements of ``dtype`` per hidden element Megatron's bias-dropout-add moves each way: 3 and its
     1-byte mask with dropout (written forward and read backward: 3.5 in fp16/bf16, 3.25 in fp32), 3
     without (the add alone)."""
-    return 3 + dtype_elements(1, dtype) if c.drops_hidden else 3.0
+    add = streamed_elements("add", 1, inputs=2)[0]  # 3: read x and the residual, write y
+    return add + dtype_elements(1, dtype) if c.drops_hidden else add
 
 
 def rope_elements(tokens: int, heads: int, head_dim: int, rotary_dims: int, dtype: str = "fp16") -> int:

@@ -34,6 +34,7 @@ norms' (h·(d_q + d_c + r) values a layer).
 from __future__ import annotations
 
 from archsim.console import setting
+from archsim.lowering.streamed import streamed_elements
 from archsim.training.held_memory import SPLIT_SCHEDULES
 from archsim.training.kernel_bytes import dtype_elements
 from archsim.training.op_work import Collective, Work, gemm_ops, memory_op
@@ -55,7 +56,7 @@ def mla_work(c: TransformerConfig, tokens: int, local: int, tp: int, sequence_pa
         backward.extend((d, g))
 
     def norm(name: str, width: int) -> None:
-        f, d = memory_op(name, 2 * local * width, 3 * local * width, ("ln", local, width))
+        f, d = memory_op(name, *streamed_elements("norm", local * width), ("ln", local, width))
         forward.append(f)
         backward.append(d)
 

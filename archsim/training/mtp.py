@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from archsim.console import setting
 from archsim.errors import InputError
+from archsim.lowering.streamed import streamed_elements
 from archsim.training.compute_classes import ClassSeconds
 from archsim.training.op_work import Collective, Work, gemm_ops, memory_op, vector_op
 from archsim.training.piece_cost import PieceCost
@@ -79,7 +80,7 @@ def projection_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequenc
     local = tokens // tp if sp else tokens
     forward, backward = [], []
     for name in ("mtp_enorm", "mtp_hnorm"):
-        f, d = memory_op(name, 2 * local * h, 3 * local * h, ("ln", local, h))
+        f, d = memory_op(name, *streamed_elements("norm", local * h), ("ln", local, h))
         forward.append(f)
         backward.append(d)
     forward.append(vector_op("mtp_concat", "F", 4 * local * h))
