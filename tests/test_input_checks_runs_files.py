@@ -36,5 +36,5 @@ def test_seq_beside_a_vtrain_runs_file_is_refused(tmp_path, capsys):
             "--runs", str(runs)]
     assert main([*argv, "--seq", "512"]) == 2
     err = capsys.readouterr().err
-    assert len(err.splitlines()) == 1 and "--seq" in err and "'seq'" in err
+    assert len(err.splitlines()) == 1 and "--seq" in err and "argument --seq:" in err
     assert main([*argv, "--format", "json"]) == 0  # without it, each row at its own sequence

@@ -37,7 +37,7 @@ def test_search_refuses_chunks_without_an_interleaved_schedule(tmp_path, capsys,
             "--schedule", *schedules, "--chunks", "8", "--out", str(out)]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert len(err.splitlines()) == 1 and "--chunks" in err and "'chunks'" in err
+    assert len(err.splitlines()) == 1 and "--chunks" in err and "argument --chunks:" in err
     assert not out.exists()
 
 
