@@ -223,8 +223,8 @@ def test_cli_pruned_vgg_csv_and_report(tmp_path, capsys):
     (["bppsa", "rnn", "--processors", "4,-2"], "--processors"),
     (["bppsa", "rnn", "--hidden", "0"], "--hidden"),
     (["bppsa", "rnn", "--batch", "x"], "--batch"),
-    (["bppsa", "pruned-vgg11", "--sparsity", "1"], "sparsity"),
-    (["bppsa", "pruned-vgg11", "--sparsity", "-0.1"], "sparsity"),
+    (["bppsa", "pruned-vgg11", "--sparsity", "1"], "--sparsity"),
+    (["bppsa", "pruned-vgg11", "--sparsity", "-0.1"], "--sparsity"),
     (["bppsa", "pruned-vgg11", "--up-levels", "9"], "--up-levels"),  # checked before the study runs
 ])
 def test_cli_bad_input_is_one_line_naming_the_field(argv, field, capsys):

@@ -89,6 +89,8 @@ def as_keyword(line: str, flag: str, name: str) -> str:
     draws``) the keyword, and a flag with a placeholder or a number (``--config FILE``, ``--tp 2``) the keyword's ``config=FILE``, ``tp=2``, as
     :func:`archsim.console.setting` spells it for either caller."""
     line = line.replace(f"argument --{flag}: ", f"field '{name}': ", 1).replace(f"field '{flag}'", f"field '{name}'")
+    line = re.sub(r"argument --([a-z][a-z0-9-]*): ", lambda other: f"field '{other[1].replace('-', '_')}': ", line,
+                  count=1)  # another flag's refusal (--trace given beside --jobs: ``argument --jobs:``)
     return re.sub(r"--([a-z][a-z0-9-]*)(?: ([A-Z][A-Z0-9_]*|[0-9][0-9.]*[0-9]|[0-9])\b)?",  # jobs; config=FILE; gb=6.83
                   lambda named: named[1].replace("-", "_") + (f"={named[2]}" if named[2] else ""), line)
 
