@@ -95,6 +95,9 @@ COMMANDS: dict[str, list[str]] = {
     "train (three GPU types)": ["train", MODEL, "--cluster", str(ROOT / "configs" / "clusters" / "mixed_h100_a100_v100.toml"),
                                 "--tp", "8", "--pp", "3", "--dp", "1", "--global-batch", "6",
                                 "--micro-batch", "1"],  # rows_gpu, rows_rank
+    "train --attention flash (no [vector])": ["train", MODEL, "--cluster", str(ROOT / "configs" / "clusters" /
+                                                                          "scalesim_32x32_device.toml"),
+                                              "--global-batch", "2", "--attention", "flash"],  # assumed_vector_lanes
     "train --sweep": ["train", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "8", "--sweep", "tp=2,3"],
     "train --distributed-optimizer": ["train", MODEL, "--cluster", GPU_CLUSTER, "--tp", "4", "--dp", "2",
                                       "--global-batch", "4", "--micro-batch", "2", "--distributed-optimizer"],
