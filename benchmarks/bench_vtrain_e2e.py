@@ -125,9 +125,8 @@ def main(argv=None) -> int:
                         LinkClass("nvlink", v100.nvlink_link_bytes_per_s, 0.7, 5e-6, 20e-6),
                         bandwidth_of=lambda n: ring_count(tuple(range(n))) * v100.nvlink_link_bytes_per_s)
         print("V100 NVLink-ring fit on", fitted.NCCL_FIT_GPUS, "GPUs:", link)
-        print("  its LL128 at every size:", fit_protocols(
-            [tables[n] for n in fitted.NCCL_FIT_GPUS],
-            lambda n: replace(link, bandwidth=ring_count(tuple(range(n))) * v100.nvlink_link_bytes_per_s), ("LL128",)))
+        rings = lambda n: replace(link, bandwidth=ring_count(tuple(range(n))) * v100.nvlink_link_bytes_per_s)
+        print("  its LL128 at every size:", fit_protocols([tables[n] for n in fitted.NCCL_FIT_GPUS], rings, ("LL128",)))
         refit(runs)
         return 0
     cluster = single_node()

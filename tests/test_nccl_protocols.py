@@ -81,6 +81,13 @@ def test_stored_ll128_is_the_fit():
     assert fit.fraction == stored.fraction == LL128_FRACTION
     assert fit.launch_s == pytest.approx(stored.launch_s, rel=0.02)
     assert fit.alpha_s == pytest.approx(stored.alpha_s, rel=0.02)
+    v100_tables = read_nccl_tables(DATA, "v100")  # the V100's, each group's ring bandwidth, its Simple constants held
+    (fit,) = fit_protocols([v100_tables[n] for n in fitted.NCCL_FIT_GPUS],
+                           lambda n: replace(links.nvlink_group(gpu("v100-32gb"), tuple(range(n))), protocols=()),
+                           ("LL128",))
+    (stored,) = links.V100_PROTOCOLS
+    assert fit.launch_s == pytest.approx(stored.launch_s, abs=0.01e-6)  # stored to 0.01 µs
+    assert fit.alpha_s == pytest.approx(stored.alpha_s, rel=0.02)
 
 
 def test_pcie_and_stated_links_run_simple_only():

@@ -8,25 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from api_parity_helpers import cli_json
+from test_vector_assumption import CHIP  # 4 arrays of 128 × 128 ws at 1 GHz, no [vector]
 
 from archsim.cli import main
 
-CHIP = """[device]
-name = "chip"
-gemm = "arrays"
-[compute]
-arrays = 4
-rows = 128
-cols = 128
-dataflow = "ws"
-clock_mhz = 1000
-[memory]
-sram_kib_per_array = 4096
-hbm_gib = 32
-hbm_gbps = 1200
-[links]
-intra_gbps = 300
-"""
 BLOCK = ["ln1", "qkv", "scores", "softmax", "context", "out", "add1", "ln2", "ffn1", "gelu", "ffn2", "add2"]
 
 
